@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/harness"
+)
+
+func upCmd(ctx context.Context, args []string) error {
+	var f runFlags
+	fs := flag.NewFlagSet("gpupool up", flag.ContinueOnError)
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
+	if err != nil {
+		return err
+	}
+	name := harness.NewRunName()
+	provider, err := harness.EmbeddedProvider(name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := provider.Down(dctx); err != nil {
+			logf("tearing down %s: %v", name, err)
+			return
+		}
+		logf("cluster %s removed", name)
+	}()
+	r, err := harness.Up(ctx, plan, provider)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("cluster %s is up with fleet %s and candidate %s\n\n  export KUBECONFIG=%s\n\nCtrl-C removes it.\n",
+		name, plan.Fleet.Metadata.Name, plan.Candidate.Name, r.Cluster.Kubeconfig)
+	<-ctx.Done()
+	return nil
+}
+
+func downCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gpupool down", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	provider, err := harness.EmbeddedProvider("down")
+	if err != nil {
+		return err
+	}
+	n, err := provider.RemoveAll(ctx)
+	logf("removed %d clusters", n)
+	return err
+}
+
+func checksCmd(args []string) error {
+	fs := flag.NewFlagSet("gpupool checks", flag.ContinueOnError)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "AREA\tCHECK\tRULE")
+	for _, a := range checks.Areas {
+		for _, c := range checks.All() {
+			if c.Area == a.ID {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Title, c.ID, c.Rule)
+			}
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,211 @@
+// Package candidate loads and installs a candidate: a directory of
+// Kubernetes manifests (a team's policies and GPU Operator configs) applied
+// in file-name order, with an optional candidate.yaml describing it.
+package candidate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// MetaFile is the candidate's own description, not applied to the cluster.
+const MetaFile = "candidate.yaml"
+
+// Meta is candidate.yaml (gpupool.dev/v1alpha1, kind Candidate).
+type Meta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec MetaSpec `json:"spec"`
+}
+
+// MetaSpec says what the candidate is for.
+type MetaSpec struct {
+	Description string `json:"description,omitempty"`
+	// Fleet is the fleet file the candidate is meant for, relative to the
+	// candidate directory.
+	Fleet string `json:"fleet,omitempty"`
+	// Breaks lists the check ids this candidate must fail (broken
+	// candidates used to prove each check can fail); empty for a candidate
+	// that should pass everything.
+	Breaks []string `json:"breaks,omitempty"`
+}
+
+// Object is one manifest document with where it came from.
+type Object struct {
+	*unstructured.Unstructured
+	File string // path relative to the candidate directory
+	Doc  int    // 1-based document index in File
+}
+
+// Where names the object's source for error messages.
+func (o Object) Where() string {
+	return fmt.Sprintf("%s (document %d, %s %s)", o.File, o.Doc, o.GetKind(), qualifiedName(o.Unstructured))
+}
+
+func qualifiedName(u *unstructured.Unstructured) string {
+	if ns := u.GetNamespace(); ns != "" {
+		return ns + "/" + u.GetName()
+	}
+	return u.GetName()
+}
+
+// Candidate is a loaded candidate directory.
+type Candidate struct {
+	Dir     string
+	Name    string
+	Meta    Meta
+	Objects []Object
+}
+
+// FleetPath returns the fleet file candidate.yaml names, or "".
+func (c *Candidate) FleetPath() string {
+	if c.Meta.Spec.Fleet == "" {
+		return ""
+	}
+	if filepath.IsAbs(c.Meta.Spec.Fleet) {
+		return c.Meta.Spec.Fleet
+	}
+	return filepath.Join(c.Dir, c.Meta.Spec.Fleet)
+}
+
+// Unstructured returns the objects for consumers that need plain objects.
+func (c *Candidate) Unstructured() []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(c.Objects))
+	for i, o := range c.Objects {
+		out[i] = o.Unstructured
+	}
+	return out
+}
+
+// Load reads every manifest in dir (*.yaml, *.yml, *.json, sorted by name)
+// and validates what can be checked without a cluster. All errors are
+// reported together, each naming its file and document.
+func Load(dir string) (*Candidate, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: %w", err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("candidate %s: not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: %w", err)
+	}
+	c := &Candidate{Dir: dir, Name: filepath.Base(filepath.Clean(dir))}
+	var files []string
+	for _, e := range entries {
+		ext := strings.ToLower(filepath.Ext(e.Name()))
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml" && ext != ".json") {
+			continue
+		}
+		files = append(files, e.Name())
+	}
+	sort.Strings(files)
+
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if f == MetaFile {
+			if err := c.loadMeta(data); err != nil {
+				errs = append(errs, fmt.Errorf("candidate %s: %w", filepath.Join(dir, f), err))
+			}
+			continue
+		}
+		objs, err := decode(data)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("candidate %s: %w", filepath.Join(dir, f), err))
+			continue
+		}
+		for i, u := range objs {
+			o := Object{Unstructured: u, File: f, Doc: i + 1}
+			if err := validateObject(u); err != nil {
+				errs = append(errs, fmt.Errorf("candidate %s, document %d: %w", filepath.Join(dir, f), i+1, err))
+				continue
+			}
+			key := u.GetAPIVersion() + "/" + u.GetKind() + "/" + qualifiedName(u)
+			if prev, dup := seen[key]; dup {
+				errs = append(errs, fmt.Errorf("candidate %s: %s %s is defined twice (also in %s)", filepath.Join(dir, f), u.GetKind(), qualifiedName(u), prev))
+				continue
+			}
+			seen[key] = o.Where()
+			c.Objects = append(c.Objects, o)
+		}
+	}
+	if len(c.Objects) == 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("candidate %s: no manifests (*.yaml, *.yml, *.json) found", dir))
+	}
+	return c, errors.Join(errs...)
+}
+
+func (c *Candidate) loadMeta(data []byte) error {
+	if err := yaml.UnmarshalStrict(data, &c.Meta); err != nil {
+		return fmt.Errorf("malformed: %w", err)
+	}
+	if c.Meta.APIVersion != "gpupool.dev/v1alpha1" || c.Meta.Kind != "Candidate" {
+		return fmt.Errorf("want apiVersion gpupool.dev/v1alpha1, kind Candidate; got %s, %s", c.Meta.APIVersion, c.Meta.Kind)
+	}
+	if c.Meta.Metadata.Name != "" {
+		c.Name = c.Meta.Metadata.Name
+	}
+	return nil
+}
+
+// decode splits a multi-document YAML (or JSON) file into objects,
+// skipping empty documents.
+func decode(data []byte) ([]*unstructured.Unstructured, error) {
+	r := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for doc := 1; ; doc++ {
+		var m map[string]any
+		if err := r.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("document %d: malformed YAML: %w", doc, err)
+		}
+		if len(m) == 0 {
+			doc--
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+func validateObject(u *unstructured.Unstructured) error {
+	var missing []string
+	if u.GetAPIVersion() == "" {
+		missing = append(missing, "apiVersion")
+	}
+	if u.GetKind() == "" {
+		missing = append(missing, "kind")
+	}
+	if u.GetName() == "" && u.GetGenerateName() == "" {
+		missing = append(missing, "metadata.name")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s: required", strings.Join(missing, ", "))
+	}
+	if strings.HasSuffix(u.GetKind(), "List") {
+		return fmt.Errorf("kind %s: lists are not supported; write one document per object", u.GetKind())
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+// Package checks is the catalog of pool-contract checks: a stable id per
+// check, the contract area it belongs to and the rule it guards. Suites
+// build their features from it, and reports group results by it.
+package checks
+
+import (
+	"fmt"
+	"sort"
+
+	"sigs.k8s.io/e2e-framework/pkg/features"
+)
+
+// Areas of the pool contract, in report order.
+const (
+	AreaSKUPools         = "sku-pools"
+	AreaResourceNames    = "resource-names"
+	AreaRuntimeClass     = "runtimeclass"
+	AreaSharing          = "sharing"
+	AreaMIGDrains        = "mig-drains"
+	AreaOperatorHealth   = "operator-health"
+	AreaSecurityFloor    = "security-floor"
+	AreaPendingExplained = "pending-explained"
+)
+
+// Areas lists the areas in report order with their titles.
+var Areas = []struct{ ID, Title string }{
+	{AreaSKUPools, "SKU pools"},
+	{AreaResourceNames, "Resource names"},
+	{AreaRuntimeClass, "RuntimeClass"},
+	{AreaSharing, "Sharing modes"},
+	{AreaMIGDrains, "MIG changes are drains"},
+	{AreaOperatorHealth, "Operator health"},
+	{AreaSecurityFloor, "Security floor"},
+	{AreaPendingExplained, "Pending is a pool-contract bug"},
+}
+
+// Check is one contract check.
+type Check struct {
+	ID   string `json:"id"`
+	Area string `json:"area"`
+	// Rule is the contract rule the check guards, as a sentence.
+	Rule string `json:"rule"`
+}
+
+var catalog = map[string]Check{}
+
+// Register adds a check to the catalog; ids must be unique. Suites call it
+// from package-level vars so the whole catalog is known before tests run.
+func Register(c Check) Check {
+	if _, dup := catalog[c.ID]; dup {
+		panic(fmt.Sprintf("checks: duplicate id %q", c.ID))
+	}
+	catalog[c.ID] = c
+	return c
+}
+
+// Lookup returns the check with id.
+func Lookup(id string) (Check, bool) {
+	c, ok := catalog[id]
+	return c, ok
+}
+
+// All lists the registered checks by id.
+func All() []Check {
+	out := make([]Check, 0, len(catalog))
+	for _, c := range catalog {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Feature starts an e2e-framework feature for the check: the feature's name
+// is the check id (so test output and reports carry it), labelled with its
+// id and area for selection (--labels area=sharing).
+func (c Check) Feature() *features.FeatureBuilder {
+	return features.New(c.ID).WithLabel("check", c.ID).WithLabel("area", c.Area)
+}

@@ -1,0 +1,311 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/e2e-framework/support/kwok"
+)
+
+// Binaries are the executables the embedded cluster runs.
+type Binaries struct {
+	Kwokctl, Kwok, Etcd                                 string
+	KubeAPIServer, KubeControllerManager, KubeScheduler string
+}
+
+// EmbeddedConfig configures the embedded cluster.
+type EmbeddedConfig struct {
+	// Name of the cluster; must be unique on the machine (NewRunName).
+	Name        string
+	KubeVersion string
+	KwokVersion string
+	EtcdVersion string
+	Binaries    Binaries
+	// StateDir holds kwokctl's workdir for gpupool clusters, apart from
+	// ~/.kwok so that the stale-cluster sweep only sees clusters gpupool made.
+	StateDir string
+	// ExtraConfig is appended to the kwokctl configuration (for example
+	// Stage documents, or componentsPatches for scale runs).
+	ExtraConfig string
+	// WaitTimeout bounds cluster creation.
+	WaitTimeout time.Duration
+}
+
+// Embedded is the default provider: kwokctl's binary runtime running
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the kwok
+// controller as local processes bound to 127.0.0.1.
+type Embedded struct {
+	cfg      EmbeddedConfig
+	provider *kwok.Cluster
+	detached bool
+}
+
+// NewEmbedded checks the binaries exist and returns the provider.
+func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.WaitTimeout == 0 {
+		cfg.WaitTimeout = 2 * time.Minute
+	}
+	var missing []string
+	for name, path := range map[string]string{
+		"kwokctl": cfg.Binaries.Kwokctl, "kwok": cfg.Binaries.Kwok, "etcd": cfg.Binaries.Etcd,
+		"kube-apiserver": cfg.Binaries.KubeAPIServer, "kube-controller-manager": cfg.Binaries.KubeControllerManager,
+		"kube-scheduler": cfg.Binaries.KubeScheduler,
+	} {
+		if st, err := os.Stat(path); err != nil || st.Mode()&0o111 == 0 {
+			missing = append(missing, fmt.Sprintf("%s (%s)", name, path))
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("embedded cluster: missing binaries: %s; run hack/build-control-plane.sh (or make build)", strings.Join(missing, ", "))
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Embedded{cfg: cfg}, nil
+}
+
+// Kind implements Provider.
+func (e *Embedded) Kind() string { return "embedded" }
+
+func (e *Embedded) workdir() string { return filepath.Join(e.cfg.StateDir, "kwok") }
+
+func (e *Embedded) clusterDir(name string) string {
+	return filepath.Join(e.workdir(), "clusters", name)
+}
+
+// env makes every kwokctl call see gpupool's workdir and kube version.
+func (e *Embedded) env() {
+	os.Setenv("KWOK_WORKDIR", e.workdir())
+	os.Setenv("KWOK_KUBE_VERSION", e.cfg.KubeVersion)
+}
+
+// Up implements Provider.
+func (e *Embedded) Up(ctx context.Context) (*Cluster, error) {
+	e.env()
+	if err := e.SweepStale(ctx); err != nil {
+		return nil, err
+	}
+	cfgFile, err := e.writeConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Claim the name before kwokctl runs: if this process dies during
+	// creation, the next run's sweep finds the owner file and cleans up.
+	if err := writeOwner(e.clusterDir(e.cfg.Name), e.detached); err != nil {
+		return nil, err
+	}
+	e.provider = kwok.NewCluster(e.cfg.Name)
+	e.provider.WithPath(e.cfg.Binaries.Kwokctl)
+	e.provider.WithOpts(kwok.WithWaitDuration(e.cfg.WaitTimeout))
+	kubeconfig, err := e.provider.CreateWithConfig(ctx, cfgFile)
+	if err != nil {
+		return nil, fmt.Errorf("embedded cluster %s: %w (logs: %s)", e.cfg.Name, err, filepath.Join(e.clusterDir(e.cfg.Name), "logs"))
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS, rc.Burst = 500, 1000
+	return &Cluster{
+		Name:       e.cfg.Name,
+		Kubeconfig: kubeconfig,
+		REST:       rc,
+		Components: map[string]string{
+			"kubernetes": e.cfg.KubeVersion,
+			"etcd":       e.cfg.EtcdVersion,
+			"kwok":       e.cfg.KwokVersion,
+			"provider":   "embedded (kwokctl binary runtime)",
+		},
+	}, nil
+}
+
+// Down implements Provider.
+func (e *Embedded) Down(ctx context.Context) error {
+	e.env()
+	return e.deleteCluster(ctx, e.cfg.Name, e.provider)
+}
+
+// Detach marks the cluster as kept after this process exits: sweeps leave
+// it alone until RemoveAll.
+func (e *Embedded) Detach() { e.detached = true }
+
+// RemoveAll deletes every cluster in gpupool's workdir, live or not, and
+// returns how many there were.
+func (e *Embedded) RemoveAll(ctx context.Context) (int, error) {
+	e.env()
+	entries, err := os.ReadDir(filepath.Join(e.workdir(), "clusters"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, ent := range entries {
+		errs = append(errs, e.deleteCluster(ctx, ent.Name(), nil))
+	}
+	return len(entries), errors.Join(errs...)
+}
+
+// Logs returns the directory kwokctl writes component logs to.
+func (e *Embedded) Logs() string { return filepath.Join(e.clusterDir(e.cfg.Name), "logs") }
+
+func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Cluster) error {
+	dir := e.clusterDir(name)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var errs []error
+	if p != nil {
+		errs = append(errs, p.Destroy(ctx))
+	} else {
+		cmd := exec.CommandContext(ctx, e.cfg.Binaries.Kwokctl, "delete", "cluster", "--name", name)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("kwokctl delete cluster %s: %w: %s", name, err, out))
+		}
+	}
+	// kwokctl stops processes by the pid files it wrote; if it was killed
+	// before writing one, or failed, make sure nothing of ours survives.
+	killClusterProcesses(dir)
+	errs = append(errs, os.RemoveAll(dir))
+	return errors.Join(errs...)
+}
+
+// SweepStale removes clusters whose owning process is gone: what a run
+// killed with SIGKILL, or a crashed machine, left behind.
+func (e *Embedded) SweepStale(ctx context.Context) error {
+	entries, err := os.ReadDir(filepath.Join(e.workdir(), "clusters"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, ent := range entries {
+		dir := e.clusterDir(ent.Name())
+		if ownerAlive(dir) {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "gpupool: removing cluster %s left by a run that is gone\n", ent.Name())
+		if err := e.deleteCluster(ctx, ent.Name(), nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Embedded) writeConfig() (string, error) {
+	b := e.cfg.Binaries
+	cfg := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokctlConfiguration
+options:
+  runtime: binary
+  kubeVersion: %s
+  bindAddress: 127.0.0.1
+  kubeAdmission: true
+  kubeAuthorization: true
+  kubeApiserverBinary: %s
+  kubeControllerManagerBinary: %s
+  kubeSchedulerBinary: %s
+  kwokControllerBinary: %s
+  etcdBinary: %s
+`, e.cfg.KubeVersion, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.Kwok, b.Etcd)
+	if e.cfg.ExtraConfig != "" {
+		cfg += "---\n" + strings.TrimPrefix(e.cfg.ExtraConfig, "---\n")
+	}
+	dir := filepath.Join(e.cfg.StateDir, "configs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, e.cfg.Name+".yaml")
+	return path, os.WriteFile(path, []byte(cfg), 0o644)
+}
+
+// owner records which process made a cluster, so a later run can tell a
+// live cluster from one whose run was killed.
+type owner struct {
+	PID       int   `json:"pid"`
+	StartTick int64 `json:"startTick"` // /proc start time: pids are reused
+	// Detached clusters (gpupool run --keep-cluster) outlive their run;
+	// only 'gpupool down' removes them.
+	Detached bool `json:"detached,omitempty"`
+}
+
+const ownerFile = "gpupool-owner.json"
+
+func writeOwner(dir string, detached bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(owner{PID: os.Getpid(), StartTick: processStart(os.Getpid()), Detached: detached})
+	return os.WriteFile(filepath.Join(dir, ownerFile), b, 0o644)
+}
+
+func ownerAlive(dir string) bool {
+	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
+	if err != nil {
+		return false // not ours, or claimed by a run that died before writing
+	}
+	var o owner
+	if json.Unmarshal(b, &o) != nil {
+		return false
+	}
+	if o.Detached {
+		return true
+	}
+	if o.PID <= 0 {
+		return false
+	}
+	if syscall.Kill(o.PID, 0) != nil {
+		return false
+	}
+	return processStart(o.PID) == o.StartTick
+}
+
+// processStart reads field 22 of /proc/PID/stat (start time in clock
+// ticks since boot), which tells a reused pid from the original process.
+func processStart(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	// The command name (field 2) may hold spaces; fields resume after ')'.
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	f := strings.Fields(s)
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(f[19], 10, 64)
+	return v
+}
+
+// killClusterProcesses ends any process whose command line points into the
+// cluster's directory (every component of a kwokctl binary cluster does).
+func killClusterProcesses(dir string) {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.Contains(string(b), dir+"/") {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

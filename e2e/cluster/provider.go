@@ -1,0 +1,33 @@
+// Package cluster brings Kubernetes clusters up and down for a run. Each
+// provider (the embedded kwokctl cluster now, kind and "any kubeconfig"
+// later) hides how; the rest of the harness sees a kubeconfig and a
+// rest.Config.
+package cluster
+
+import (
+	"context"
+
+	"k8s.io/client-go/rest"
+)
+
+// Cluster is a running cluster a run can talk to.
+type Cluster struct {
+	Name       string
+	Kubeconfig string // path to a kubeconfig file for kubectl and suites
+	REST       *rest.Config
+	// Components names what runs the control plane and at which version,
+	// for reports.
+	Components map[string]string
+}
+
+// Provider creates and destroys clusters of one kind.
+type Provider interface {
+	// Kind names the provider ("embedded", "kind", "kubeconfig").
+	Kind() string
+	// Up creates the cluster (or attaches to it) and returns once the
+	// apiserver answers.
+	Up(ctx context.Context) (*Cluster, error)
+	// Down removes everything Up started. It is safe to call twice and
+	// after a failed Up.
+	Down(ctx context.Context) error
+}

@@ -1,0 +1,170 @@
+// Package expect asserts observable outcomes through the apiserver: a
+// denial and its message, a pod Pending for a stated reason, a pod's
+// placement. Each returns an error saying what was expected and what
+// happened, so a failed check explains itself in the report.
+package expect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpupool/gpupool/e2e/wait"
+)
+
+// Timeouts for outcomes on the embedded cluster; generous against a
+// loaded 2-core machine, and every wait ends as soon as the outcome shows.
+var (
+	AdmissionTimeout = 10 * time.Second
+	ScheduleTimeout  = 30 * time.Second
+)
+
+// Denied asserts that creating pod is refused at admission with a message
+// containing want. It submits with dryRun=All, so nothing is created, and
+// retries until the deadline: a policy installed a moment ago takes about
+// a second to reach the apiserver's admission chain.
+func Denied(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, want string) error {
+	var lastErr error
+	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to be denied at admission with %q", pod.Namespace, pod.Name, want), AdmissionTimeout, func(ctx context.Context) (bool, string, error) {
+		_, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		lastErr = err
+		switch {
+		case err == nil:
+			return false, "admitted", nil
+		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+			if strings.Contains(err.Error(), want) {
+				return true, "", nil
+			}
+			return false, "denied with another message: " + err.Error(), nil
+		}
+		return false, "create failed: " + err.Error(), nil
+	})
+	if err != nil {
+		var te *wait.TimeoutError
+		if errors.As(err, &te) && lastErr == nil {
+			return fmt.Errorf("expected pod %s/%s to be denied at admission with a message containing %q, but it was admitted", pod.Namespace, pod.Name, want)
+		}
+		return err
+	}
+	return nil
+}
+
+// Admitted creates pod and asserts the apiserver accepts it.
+func Admitted(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (*corev1.Pod, error) {
+	created, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("expected pod %s/%s to be admitted, but it was refused: %w", pod.Namespace, pod.Name, err)
+	}
+	return created, nil
+}
+
+// Scheduled waits until the pod is bound to a node and returns it.
+func Scheduled(ctx context.Context, cs kubernetes.Interface, ns, name string) (*corev1.Pod, error) {
+	var pod *corev1.Pod
+	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to be scheduled", ns, name), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		pod = p
+		if p.Spec.NodeName != "" {
+			return true, "", nil
+		}
+		return false, "Pending: " + schedulingMessage(ctx, cs, p), nil
+	})
+	return pod, err
+}
+
+// PendingWith asserts the pod is not scheduled and the scheduler's
+// FailedScheduling event for it contains want (e.g. "Insufficient
+// nvidia.com/gpu").
+func PendingWith(ctx context.Context, cs kubernetes.Interface, ns, name, want string) error {
+	var last string
+	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to be reported unschedulable with %q", ns, name, want), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if p.Spec.NodeName != "" {
+			return false, "", fmt.Errorf("expected pod %s/%s to stay Pending with %q, but it was scheduled onto %s", ns, name, want, p.Spec.NodeName)
+		}
+		last = schedulingMessage(ctx, cs, p)
+		return strings.Contains(last, want), last, nil
+	})
+	if err != nil {
+		return err
+	}
+	// The event came from the scheduler; make sure it did not change its
+	// mind since (a node appearing would bind it).
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if p.Spec.NodeName != "" {
+		return fmt.Errorf("pod %s/%s was reported %q but then scheduled onto %s", ns, name, last, p.Spec.NodeName)
+	}
+	return nil
+}
+
+// schedulingMessage returns the newest FailedScheduling message for the
+// pod, or its PodScheduled condition message.
+func schedulingMessage(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) string {
+	evs, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.name": p.Name, "involvedObject.uid": string(p.UID), "reason": "FailedScheduling"}.String(),
+	})
+	if err == nil && len(evs.Items) > 0 {
+		newest := evs.Items[0]
+		for _, e := range evs.Items[1:] {
+			if eventTime(e).After(eventTime(newest)) {
+				newest = e
+			}
+		}
+		return newest.Message
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return "no scheduling decision yet"
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// DeletePods deletes the pods with the check label in the namespaces and
+// waits until they are gone, so the next check finds the capacity free.
+func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, namespaces ...string) error {
+	zero := int64(0)
+	for _, ns := range namespaces {
+		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return wait.For(ctx, "pods "+selector+" to be deleted", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		left := 0
+		for _, ns := range namespaces {
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				return false, "", err
+			}
+			left += len(l.Items)
+		}
+		return left == 0, fmt.Sprintf("%d left", left), nil
+	})
+}

@@ -1,0 +1,116 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// CreateOptions tunes node creation.
+type CreateOptions struct {
+	// Workers is how many creates run at once (default 16).
+	Workers int
+	// ReadyTimeout bounds the wait for every node to be Ready.
+	ReadyTimeout time.Duration
+}
+
+// CreateStats says how node bring-up went.
+type CreateStats struct {
+	Nodes       int
+	CreateTime  time.Duration // all Create calls answered
+	ReadyTime   time.Duration // every node Ready, from the first create
+	NodesPerSec float64
+}
+
+// Create makes every node of the fleet and waits until all are Ready.
+func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, stack *fakegpu.Stack, opt CreateOptions) (CreateStats, error) {
+	if opt.Workers == 0 {
+		opt.Workers = 16
+	}
+	if opt.ReadyTimeout == 0 {
+		opt.ReadyTimeout = 2 * time.Minute
+	}
+	specs := f.NodeSpecs()
+	nodes := make([]*corev1.Node, len(specs))
+	for i, s := range specs {
+		n, err := s.Node(stack)
+		if err != nil {
+			return CreateStats{}, err
+		}
+		nodes[i] = n
+	}
+
+	start := time.Now()
+	work := make(chan *corev1.Node)
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for w := 0; w < opt.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range work {
+				if _, err := createNode(ctx, cs, n); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, n := range nodes {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return CreateStats{}, err
+	}
+	stats := CreateStats{Nodes: len(nodes), CreateTime: time.Since(start)}
+
+	want := len(nodes)
+	err := wait.For(ctx, fmt.Sprintf("%d fleet nodes Ready", want), opt.ReadyTimeout, func(ctx context.Context) (bool, string, error) {
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: LabelManagedBy + "=" + ManagedBy, ResourceVersion: "0"})
+		if err != nil {
+			return false, "", err
+		}
+		ready := 0
+		for i := range list.Items {
+			if NodeReady(&list.Items[i]) {
+				ready++
+			}
+		}
+		return ready >= want, fmt.Sprintf("%d of %d Ready", ready, want), nil
+	})
+	stats.ReadyTime = time.Since(start)
+	if stats.ReadyTime > 0 {
+		stats.NodesPerSec = float64(len(nodes)) / stats.ReadyTime.Seconds()
+	}
+	return stats, err
+}
+
+// createNode creates the node with its status: the apiserver keeps the
+// status of a new Node, and kwok's node-initialize stage keeps a preset
+// capacity and allocatable, so the GPUs are there from the first watch event.
+func createNode(ctx context.Context, cs kubernetes.Interface, n *corev1.Node) (*corev1.Node, error) {
+	return cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: ManagedBy})
+}
+
+// NodeReady reports whether the node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

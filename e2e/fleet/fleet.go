@@ -1,0 +1,369 @@
+// Package fleet reads Fleet files (gpupool.dev/v1alpha1, kind Fleet): the
+// node pools a run simulates, as data. It validates them before anything
+// is created and turns them into KWOK Node objects.
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+const (
+	APIVersion = "gpupool.dev/v1alpha1"
+	Kind       = "Fleet"
+)
+
+// Sharing modes a pool can be designed for.
+const (
+	ModeExclusive   = "exclusive"
+	ModeMIG         = "mig"
+	ModeTimeSlicing = "time-slicing"
+	ModeMPS         = "mps"
+)
+
+var modes = []string{ModeExclusive, ModeMIG, ModeTimeSlicing, ModeMPS}
+
+// Fleet is a set of node pools.
+type Fleet struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Metadata   Metadata `json:"metadata"`
+	Spec       Spec     `json:"spec"`
+
+	// File is where the fleet was read from (not part of the format).
+	File string `json:"-"`
+}
+
+// Metadata names the fleet.
+type Metadata struct {
+	Name string `json:"name"`
+}
+
+// Spec lists the pools.
+type Spec struct {
+	Pools []Pool `json:"pools"`
+}
+
+// Pool is a group of identical nodes.
+type Pool struct {
+	Name string `json:"name"`
+	// SKU is a key of the fakegpu catalog; empty for CPU-only pools.
+	SKU         string            `json:"sku,omitempty"`
+	Nodes       int               `json:"nodes"`
+	GPUsPerNode int               `json:"gpusPerNode,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Taints      []corev1.Taint    `json:"taints,omitempty"`
+	Sharing     *Sharing          `json:"sharing,omitempty"`
+	// TrustDomains splits the pool's nodes between tenants that must not
+	// share hardware; their node counts add up to Nodes.
+	TrustDomains []TrustDomain `json:"trustDomains,omitempty"`
+	// CPU and Memory are each node's allocatable (defaults 64 and 512Gi).
+	CPU    string `json:"cpu,omitempty"`
+	Memory string `json:"memory,omitempty"`
+	// MaxPods is each node's pod capacity (default 110).
+	MaxPods int `json:"maxPods,omitempty"`
+}
+
+// Sharing is how the pool's GPUs are meant to be handed out. The fleet says
+// what the pool is designed for; what nodes actually advertise comes from
+// the candidate's Operator configs, and the suites compare the two.
+type Sharing struct {
+	Mode string `json:"mode"`
+	// MIG: the mig-parted layout (node label nvidia.com/mig.config) and the
+	// strategy the pool is designed for.
+	MIG *MIGSharing `json:"mig,omitempty"`
+	// Time-slicing or MPS: the device-plugin config key (node label
+	// nvidia.com/device-plugin.config) and the sharing it is meant to give.
+	Replicated *ReplicatedSharing `json:"timeSlicing,omitempty"`
+	MPS        *ReplicatedSharing `json:"mps,omitempty"`
+}
+
+// MIGSharing is the MIG design of a pool.
+type MIGSharing struct {
+	Config   string `json:"config"`
+	Strategy string `json:"strategy"`
+}
+
+// ReplicatedSharing is the time-slicing or MPS design of a pool.
+type ReplicatedSharing struct {
+	Config          string `json:"config"`
+	Replicas        int    `json:"replicas"`
+	RenameByDefault bool   `json:"renameByDefault,omitempty"`
+}
+
+// TrustDomain is a share of a pool's nodes reserved for one tenant.
+type TrustDomain struct {
+	Name   string            `json:"name"`
+	Nodes  int               `json:"nodes"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+}
+
+// Load reads and validates a fleet file.
+func Load(path string) (*Fleet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("fleet %s: %w", path, err)
+	}
+	f.File = path
+	return f, nil
+}
+
+// Parse decodes and validates a fleet document. Unknown fields are errors.
+func Parse(data []byte) (*Fleet, error) {
+	// A Fleet file holds one document; a second is almost always a mistake.
+	if n := len(splitDocs(data)); n > 1 {
+		return nil, fmt.Errorf("want one Fleet document, found %d", n)
+	}
+	var f Fleet
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("malformed fleet: %w", err)
+	}
+	return &f, f.Validate()
+}
+
+func splitDocs(data []byte) [][]byte {
+	var out [][]byte
+	for _, d := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		if strings.TrimSpace(stripComments(d)) != "" {
+			out = append(out, []byte(d))
+		}
+	}
+	return out
+}
+
+func stripComments(s string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(s, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// Validate checks the fleet is complete and consistent; every error names
+// the field.
+func (f *Fleet) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if f.APIVersion != APIVersion {
+		add("apiVersion: want %s, got %q", APIVersion, f.APIVersion)
+	}
+	if f.Kind != Kind {
+		add("kind: want %s, got %q", Kind, f.Kind)
+	}
+	if f.Metadata.Name == "" {
+		add("metadata.name: required")
+	}
+	if len(f.Spec.Pools) == 0 {
+		add("spec.pools: at least one pool is required")
+	}
+	seen := map[string]bool{}
+	for i, p := range f.Spec.Pools {
+		path := fmt.Sprintf("spec.pools[%d]", i)
+		if p.Name != "" {
+			path = fmt.Sprintf("spec.pools[%d] (%s)", i, p.Name)
+		}
+		for _, e := range p.validate() {
+			add("%s.%v", path, e)
+		}
+		if seen[p.Name] {
+			add("%s.name: duplicate pool name %q", path, p.Name)
+		}
+		seen[p.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+func (p Pool) validate() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
+		add("name: %q is not a DNS label: %s", p.Name, strings.Join(msgs, "; "))
+	}
+	if p.Nodes < 0 {
+		add("nodes: must be >= 0, got %d", p.Nodes)
+	}
+	if p.SKU == "" {
+		if p.GPUsPerNode != 0 || p.Sharing != nil {
+			add("sku: required when gpusPerNode or sharing is set (known: %s)", strings.Join(fakegpu.SKUKeys(), ", "))
+		}
+	} else {
+		sku, err := fakegpu.LookupSKU(p.SKU)
+		if err != nil {
+			add("sku: %v", err)
+		}
+		if p.GPUsPerNode < 1 {
+			add("gpusPerNode: must be >= 1 for a GPU pool, got %d", p.GPUsPerNode)
+		}
+		if err == nil {
+			errs = append(errs, p.Sharing.validate(sku)...)
+		}
+	}
+	for k, v := range p.Labels {
+		errs = append(errs, labelErrs("labels", k, v)...)
+	}
+	errs = append(errs, taintErrs("taints", p.Taints)...)
+	if len(p.TrustDomains) > 0 {
+		total := 0
+		for i, td := range p.TrustDomains {
+			path := fmt.Sprintf("trustDomains[%d]", i)
+			if td.Name == "" {
+				add("%s.name: required", path)
+			}
+			if td.Nodes < 1 {
+				add("%s.nodes: must be >= 1, got %d", path, td.Nodes)
+			}
+			total += td.Nodes
+			for k, v := range td.Labels {
+				errs = append(errs, labelErrs(path+".labels", k, v)...)
+			}
+			errs = append(errs, taintErrs(path+".taints", td.Taints)...)
+		}
+		if total != p.Nodes {
+			add("trustDomains: node counts add up to %d, but the pool has %d nodes", total, p.Nodes)
+		}
+	}
+	return errs
+}
+
+func (s *Sharing) validate(sku fakegpu.SKU) []error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	switch s.Mode {
+	case ModeExclusive:
+	case ModeMIG:
+		switch {
+		case !sku.MIGCapable():
+			add("sharing.mode: %s is not MIG-capable", sku.Key)
+		case s.MIG == nil || s.MIG.Config == "":
+			add("sharing.mig.config: required for mode mig (a mig-parted layout name, e.g. all-1g.5gb)")
+		case s.MIG.Strategy != fakegpu.MIGStrategySingle && s.MIG.Strategy != fakegpu.MIGStrategyMixed:
+			add("sharing.mig.strategy: want single or mixed, got %q", s.MIG.Strategy)
+		}
+	case ModeTimeSlicing, ModeMPS:
+		r := s.Replicated
+		field := "timeSlicing"
+		if s.Mode == ModeMPS {
+			r, field = s.MPS, "mps"
+		}
+		switch {
+		case r == nil || r.Config == "":
+			add("sharing.%s.config: required for mode %s (a key of the candidate's device-plugin ConfigMap)", field, s.Mode)
+		case r.Replicas < 2:
+			add("sharing.%s.replicas: must be >= 2, got %d", field, r.Replicas)
+		}
+	default:
+		add("sharing.mode: unknown mode %q (valid: %s)", s.Mode, strings.Join(modes, ", "))
+	}
+	return errs
+}
+
+func labelErrs(field, k, v string) []error {
+	var errs []error
+	if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("%s: key %q: %s", field, k, strings.Join(msgs, "; ")))
+	}
+	if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("%s[%s]: value %q: %s", field, k, v, strings.Join(msgs, "; ")))
+	}
+	return errs
+}
+
+func taintErrs(field string, taints []corev1.Taint) []error {
+	var errs []error
+	for i, t := range taints {
+		switch t.Effect {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			errs = append(errs, fmt.Errorf("%s[%d].effect: want NoSchedule, PreferNoSchedule or NoExecute, got %q", field, i, t.Effect))
+		}
+		if msgs := validation.IsQualifiedName(t.Key); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s[%d].key: %q: %s", field, i, t.Key, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
+}
+
+// Pool returns the named pool.
+func (f *Fleet) Pool(name string) (Pool, bool) {
+	for _, p := range f.Spec.Pools {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Pool{}, false
+}
+
+// PoolsWithMode returns the GPU pools designed for a sharing mode.
+func (f *Fleet) PoolsWithMode(mode string) []Pool {
+	var out []Pool
+	for _, p := range f.Spec.Pools {
+		if p.Mode() == mode {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// GPU reports whether the pool has GPUs.
+func (p Pool) GPU() bool { return p.SKU != "" && p.GPUsPerNode > 0 }
+
+// Mode is the pool's sharing mode ("" for CPU pools, exclusive by default).
+func (p Pool) Mode() string {
+	switch {
+	case !p.GPU():
+		return ""
+	case p.Sharing == nil:
+		return ModeExclusive
+	}
+	return p.Sharing.Mode
+}
+
+// Replicated returns the time-slicing or MPS design, if any.
+func (p Pool) Replicated() *ReplicatedSharing {
+	if p.Sharing == nil {
+		return nil
+	}
+	if p.Sharing.Mode == ModeMPS {
+		return p.Sharing.MPS
+	}
+	return p.Sharing.Replicated
+}
+
+// PoolNames lists pool names, sorted.
+func (f *Fleet) PoolNames() []string {
+	var names []string
+	for _, p := range f.Spec.Pools {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// TotalNodes counts nodes over all pools.
+func (f *Fleet) TotalNodes() int {
+	n := 0
+	for _, p := range f.Spec.Pools {
+		n += p.Nodes
+	}
+	return n
+}

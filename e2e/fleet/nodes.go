@@ -1,0 +1,144 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// Labels and annotations the harness puts on every node it creates.
+const (
+	LabelPool        = "gpupool.dev/pool"
+	LabelTrustDomain = "gpupool.dev/trust-domain"
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedBy        = "gpupool"
+
+	AnnotationSKU       = "gpupool.dev/sku"
+	AnnotationGPUs      = "gpupool.dev/gpus"
+	AnnotationPluginErr = "gpupool.dev/device-plugin-error"
+	// AnnotationKwokNode makes the kwok controller own the node.
+	AnnotationKwokNode = "kwok.x-k8s.io/node"
+)
+
+// NodeSpec is one node to create, before the GPU stack adds its part.
+type NodeSpec struct {
+	Pool        Pool
+	TrustDomain *TrustDomain
+	Name        string
+}
+
+// NodeSpecs expands the pools into one entry per node.
+func (f *Fleet) NodeSpecs() []NodeSpec {
+	var out []NodeSpec
+	for _, p := range f.Spec.Pools {
+		domain := -1
+		left := 0
+		for i := 0; i < p.Nodes; i++ {
+			spec := NodeSpec{Pool: p, Name: fmt.Sprintf("%s-%d", p.Name, i)}
+			if len(p.TrustDomains) > 0 {
+				for left == 0 {
+					domain++
+					left = p.TrustDomains[domain].Nodes
+				}
+				td := p.TrustDomains[domain]
+				spec.TrustDomain = &td
+				left--
+			}
+			out = append(out, spec)
+		}
+	}
+	return out
+}
+
+// Node builds the Node object for spec. stack says what the simulated GPU
+// Operator publishes on it; the fleet only gives the hardware and the
+// labels a platform team sets.
+func (s NodeSpec) Node(stack *fakegpu.Stack) (*corev1.Node, error) {
+	p := s.Pool
+	labels := map[string]string{
+		"kubernetes.io/hostname": s.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+		LabelPool:                p.Name,
+		LabelManagedBy:           ManagedBy,
+	}
+	for k, v := range p.Labels {
+		labels[k] = v
+	}
+	taints := append([]corev1.Taint(nil), p.Taints...)
+	if td := s.TrustDomain; td != nil {
+		labels[LabelTrustDomain] = td.Name
+		for k, v := range td.Labels {
+			labels[k] = v
+		}
+		taints = append(taints, td.Taints...)
+	}
+	annotations := map[string]string{AnnotationKwokNode: "fake"}
+
+	cpu, mem, pods := orDefault(p.CPU, "64"), orDefault(p.Memory, "512Gi"), p.MaxPods
+	if pods == 0 {
+		pods = 110
+	}
+	capacity := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem, corev1.ResourcePods: strconv.Itoa(pods)} {
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %s: %w", p.Name, name, err)
+		}
+		capacity[name] = q
+	}
+
+	if p.GPU() {
+		sku, err := fakegpu.LookupSKU(p.SKU)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+		annotations[AnnotationSKU] = sku.Key
+		annotations[AnnotationGPUs] = strconv.Itoa(p.GPUsPerNode)
+		if sh := p.Sharing; sh != nil {
+			if sh.MIG != nil {
+				labels[fakegpu.LabelMIGConfig] = sh.MIG.Config
+			}
+			if r := p.Replicated(); r != nil {
+				labels[fakegpu.LabelDevicePluginConfig] = r.Config
+			}
+		}
+		res := stack.Node(labels, fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode})
+		for k, v := range res.Labels {
+			labels[k] = v
+		}
+		for name, n := range res.Resources {
+			capacity[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+		if res.Err != nil {
+			annotations[AnnotationPluginErr] = res.Err.Error()
+		}
+	}
+
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Labels: labels, Annotations: annotations},
+		Spec:       corev1.NodeSpec{Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: capacity.DeepCopy(),
+			NodeInfo: corev1.NodeSystemInfo{
+				Architecture: "amd64", OperatingSystem: "linux",
+				KubeletVersion: "fake", ContainerRuntimeVersion: "kwok",
+			},
+			Phase: corev1.NodeRunning,
+		},
+	}, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,126 @@
+// Package harness ties a run together: it loads the fleet and candidate,
+// validates them before anything starts, brings the cluster up, creates the
+// fleet, installs the candidate, and tears it all down again. Suites reach
+// it through e2e-framework (NewTestEnv) and read the Run from the context.
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// Defaults, relative to the repository root.
+const (
+	DefaultFleet     = "manifests/fleets/reference.yaml"
+	DefaultCandidate = "manifests/candidates/reference"
+)
+
+// Plan is a validated fleet and candidate: everything a run needs to know
+// before it starts a single process.
+type Plan struct {
+	Fleet     *fleet.Fleet
+	Candidate *candidate.Candidate
+	Stack     *fakegpu.Stack
+}
+
+// Prepare loads and checks the candidate and fleet. fleetPath may be empty:
+// then the candidate's candidate.yaml names it, else the reference fleet.
+func Prepare(fleetPath, candidateDir string) (*Plan, error) {
+	root, err := RepoRoot()
+	if err != nil && (fleetPath == "" || candidateDir == "") {
+		return nil, err
+	}
+	if candidateDir == "" {
+		candidateDir = filepath.Join(root, DefaultCandidate)
+	}
+	cand, err := candidate.Load(candidateDir)
+	if err != nil {
+		return nil, err
+	}
+	if fleetPath == "" {
+		fleetPath = cand.FleetPath()
+	}
+	if fleetPath == "" {
+		fleetPath = filepath.Join(root, DefaultFleet)
+	}
+	fl, err := fleet.Load(fleetPath)
+	if err != nil {
+		return nil, err
+	}
+	defaultMIG, err := DefaultMIGPartedConfig()
+	if err != nil {
+		return nil, err
+	}
+	stack, err := fakegpu.StackFromObjects(cand.Unstructured(), defaultMIG)
+	if err != nil {
+		return nil, fmt.Errorf("candidate %s: %w", cand.Dir, err)
+	}
+	// Build every node now: a pool the stack cannot serve fails here, not
+	// halfway through creating the fleet.
+	for _, s := range fl.NodeSpecs() {
+		if _, err := s.Node(stack); err != nil {
+			return nil, fmt.Errorf("fleet %s: %w", fl.File, err)
+		}
+	}
+	return &Plan{Fleet: fl, Candidate: cand, Stack: stack}, nil
+}
+
+// DefaultMIGPartedConfig loads the GPU Operator's own default mig-parted
+// ConfigMap from its Go module, unmodified.
+func DefaultMIGPartedConfig() (*fakegpu.MIGPartedConfig, error) {
+	path, err := upstream.GPUOperatorFile(upstream.DefaultMIGPartedConfig)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cm unstructured.Unstructured
+	if err := yaml.Unmarshal(data, &cm.Object); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	doc, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
+	cfg, err := fakegpu.ParseMIGPartedConfig([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("%s: data[config.yaml]: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// RepoRoot finds the gpupool module root from the working directory (go
+// test runs each package in its own directory).
+func RepoRoot() (string, error) {
+	if r := os.Getenv("GPUPOOL_ROOT"); r != "" {
+		return r, nil
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isGPUPoolModule(data) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the gpupool repository root (go.mod of github.com/gpupool/gpupool) above the working directory; set GPUPOOL_ROOT or pass the fleet and candidate paths")
+		}
+		dir = parent
+	}
+}
+
+func isGPUPoolModule(gomod []byte) bool {
+	const want = "module github.com/gpupool/gpupool\n"
+	return len(gomod) >= len(want) && string(gomod[:len(want)]) == want
+}

@@ -1,0 +1,159 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/e2e-framework/pkg/env"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// RunSuite is a suite package's TestMain body: it builds the environment,
+// stores it in *testenv for the tests, and exits with the result.
+func RunSuite(m *testing.M, testenv *env.Environment) {
+	e, err := NewTestEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gpupool:", err)
+		os.Exit(2)
+	}
+	*testenv = e
+	os.Exit(e.Run(m))
+}
+
+type namespaceKey struct{}
+
+// Feature starts the feature for a check with a namespace of its own
+// (Namespace(ctx)) and a teardown that removes every pod the check made,
+// in any namespace, and waits until they are gone so the next check finds
+// the pools empty.
+func Feature(c checks.Check) *features.FeatureBuilder {
+	return c.Feature().
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := From(ctx)
+			b := make([]byte, 3)
+			_, _ = rand.Read(b)
+			name := strings.NewReplacer(".", "-").Replace(c.ID) + "-" + hex.EncodeToString(b)
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelCheck: c.ID}}}
+			if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("creating the check's namespace: %v", err)
+			}
+			return context.WithValue(ctx, namespaceKey{}, name)
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := From(ctx)
+			nsList, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Errorf("cleanup: %v", err)
+				return ctx
+			}
+			var names []string
+			for _, ns := range nsList.Items {
+				names = append(names, ns.Name)
+			}
+			sel := labels.Set{workload.LabelCheck: c.ID}.String()
+			if err := expect.DeletePods(ctx, r.Client, sel, names...); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			if ns, ok := ctx.Value(namespaceKey{}).(string); ok {
+				_ = r.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			}
+			return ctx
+		})
+}
+
+// Namespace returns the check's own namespace.
+func Namespace(ctx context.Context) string {
+	ns, _ := ctx.Value(namespaceKey{}).(string)
+	return ns
+}
+
+// IntendedResource is the extended resource tenants of the pool are told
+// to request: what the pool advertises if the GPU stack is configured as
+// the fleet designed it. The suites compare it with what nodes actually
+// advertise under the candidate.
+func (r *Run) IntendedResource(p fleet.Pool) (string, error) {
+	if !p.GPU() {
+		return "", fmt.Errorf("pool %s has no GPUs", p.Name)
+	}
+	sku, err := fakegpu.LookupSKU(p.SKU)
+	if err != nil {
+		return "", err
+	}
+	state := fakegpu.StackState{MIGStrategy: fakegpu.MIGStrategyNone}
+	switch p.Mode() {
+	case fleet.ModeMIG:
+		state.MIGStrategy = p.Sharing.MIG.Strategy
+		if r.Stack.MIGParted == nil {
+			return "", fmt.Errorf("pool %s: no mig-parted config to resolve %q", p.Name, p.Sharing.MIG.Config)
+		}
+		gpus, err := r.Stack.MIGParted.Apply(p.Sharing.MIG.Config, sku, p.GPUsPerNode)
+		if err != nil {
+			return "", fmt.Errorf("pool %s: %w", p.Name, err)
+		}
+		state.MIG = gpus
+	case fleet.ModeTimeSlicing, fleet.ModeMPS:
+		d := p.Replicated()
+		rr := &fakegpu.ReplicatedResources{RenameByDefault: d.RenameByDefault,
+			Resources: []fakegpu.ReplicatedResource{{Name: fakegpu.ResourceGPU, Replicas: d.Replicas}}}
+		cfg := &fakegpu.DevicePluginConfig{Version: "v1"}
+		if p.Mode() == fleet.ModeMPS {
+			cfg.Sharing.MPS = rr
+		} else {
+			cfg.Sharing.TimeSlicing = rr
+		}
+		state.DevicePlugin = cfg
+	}
+	ad := fakegpu.Advertise(fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode}, state)
+	names := ad.ResourceNames()
+	if len(names) == 0 {
+		return "", fmt.Errorf("pool %s: its design advertises nothing (%v)", p.Name, ad.Err)
+	}
+	return names[0], nil
+}
+
+// TrustNamespace returns a namespace that belongs to the trust domain:
+// one carrying every label the domain puts on its nodes (e.g. trust=tenant-a).
+func (r *Run) TrustNamespace(ctx context.Context, d fleet.TrustDomain) (string, error) {
+	list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
+	if err != nil {
+		return "", err
+	}
+	if len(list.Items) == 0 {
+		return "", fmt.Errorf("no namespace belongs to trust domain %s: the candidate has no namespace labelled %s", d.Name, labels.Set(d.Labels))
+	}
+	return list.Items[0].Name, nil
+}
+
+// PoolOf returns the pool a node belongs to.
+func PoolOf(n *corev1.Node) string { return n.Labels[fleet.LabelPool] }
+
+// ExpectOnPool waits for the pod to be bound and checks its node belongs to pool.
+func (r *Run) ExpectOnPool(ctx context.Context, ns, name, pool string) error {
+	pod, err := expect.Scheduled(ctx, r.Client, ns, name)
+	if err != nil {
+		return err
+	}
+	node, err := r.Client.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if got := PoolOf(node); got != pool {
+		return fmt.Errorf("expected pod %s/%s on pool %s, but it landed on node %s of pool %q", ns, name, pool, node.Name, got)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+// Package wait polls for a condition with a deadline. Every wait names what
+// it awaits, so a timeout says what never happened and what was last seen.
+package wait
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Interval between polls. Short: the embedded cluster answers in
+// milliseconds, and checks should not idle.
+const Interval = 100 * time.Millisecond
+
+// Condition reports whether the wait is over, and a short description of
+// what it saw (used in the timeout message). A non-nil error stops the wait.
+type Condition func(ctx context.Context) (done bool, seen string, err error)
+
+// TimeoutError is returned when the deadline passes first.
+type TimeoutError struct {
+	What     string
+	Timeout  time.Duration
+	LastSeen string
+}
+
+func (e *TimeoutError) Error() string {
+	msg := fmt.Sprintf("timed out after %s waiting for %s", e.Timeout, e.What)
+	if e.LastSeen != "" {
+		msg += "; last seen: " + e.LastSeen
+	}
+	return msg
+}
+
+// For polls cond until it is done, it fails, ctx ends, or timeout passes.
+func For(ctx context.Context, what string, timeout time.Duration, cond Condition) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(Interval)
+	defer tick.Stop()
+	var seen string
+	for {
+		done, s, err := cond(ctx)
+		if s != "" {
+			seen = s
+		}
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("waiting for %s: %w", what, err)
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &TimeoutError{What: what, Timeout: timeout, LastSeen: seen}
+		case <-tick.C:
+		}
+	}
+}

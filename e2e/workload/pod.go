@@ -1,0 +1,106 @@
+// Package workload builds the pods checks submit. A pod is described the
+// way a tenant would write it: which pool it aims at (selector and
+// tolerations taken from the fleet's data), what it limits, which
+// RuntimeClass it names.
+package workload
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+)
+
+// Labels every check pod carries, so teardown finds them.
+const (
+	LabelCheck = "gpupool.dev/check"
+)
+
+// Image is pinned by digest, as a security floor requires of GPU pods. KWOK
+// nodes never pull it.
+const Image = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
+
+// Pod is a pod under construction.
+type Pod struct{ *corev1.Pod }
+
+// New starts a pod with one container in ns, labelled with the check id.
+func New(check, ns, name string) Pod {
+	return Pod{&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: ns,
+			Labels: map[string]string{LabelCheck: check},
+		},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr(int64(0)),
+			// Pod Security "restricted" compliant, so tenant namespaces
+			// that enforce it admit check pods.
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   ptr(true),
+				RunAsUser:      ptr(int64(65532)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "main", Image: Image,
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}},
+			}},
+		},
+	}}
+}
+
+// Limit sets a container limit (extended resources: request = limit).
+func (p Pod) Limit(name string, n int64) Pod {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	p.Spec.Containers[0].Resources.Limits[corev1.ResourceName(name)] = q
+	return p
+}
+
+// RuntimeClass sets runtimeClassName.
+func (p Pod) RuntimeClass(name string) Pod {
+	p.Spec.RuntimeClassName = &name
+	return p
+}
+
+// NodeSelector adds selector terms.
+func (p Pod) NodeSelector(kv map[string]string) Pod {
+	if p.Spec.NodeSelector == nil {
+		p.Spec.NodeSelector = map[string]string{}
+	}
+	for k, v := range kv {
+		p.Spec.NodeSelector[k] = v
+	}
+	return p
+}
+
+// Tolerate adds a toleration for each taint.
+func (p Pod) Tolerate(taints ...corev1.Taint) Pod {
+	for _, t := range taints {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{
+			Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect,
+		})
+	}
+	return p
+}
+
+// ForPool aims the pod at a pool as its tenants are told to: the pool's
+// labels as node selector and tolerations for its taints; with a trust
+// domain, that domain's labels and taints too.
+func (p Pod) ForPool(pool fleet.Pool, domain *fleet.TrustDomain) Pod {
+	p = p.NodeSelector(pool.Labels).Tolerate(pool.Taints...)
+	if domain != nil {
+		p = p.NodeSelector(domain.Labels).Tolerate(domain.Taints...)
+	}
+	return p
+}
+
+// Without removes a node-selector key.
+func (p Pod) Without(selectorKey string) Pod {
+	delete(p.Spec.NodeSelector, selectorKey)
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,233 @@
+package fakegpu
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Resource and label names the real stack publishes.
+const (
+	ResourceGPU       = "nvidia.com/gpu"
+	ResourceMIGPrefix = "nvidia.com/mig-"
+	LabelPrefix       = "nvidia.com/"
+
+	// Labels a platform team sets on a node to pick its configs.
+	LabelDevicePluginConfig = "nvidia.com/device-plugin.config"
+	LabelMIGConfig          = "nvidia.com/mig.config"
+	LabelMIGConfigState     = "nvidia.com/mig.config.state"
+
+	// FakeDriverVersion is the driver the simulated nodes report.
+	FakeDriverVersion = "550.90.07"
+)
+
+// NodeInventory is the physical GPUs of one node.
+type NodeInventory struct {
+	SKU   SKU
+	Count int
+}
+
+// StackState is what the GPU stack on a node was configured with.
+type StackState struct {
+	// MIGStrategy comes from ClusterPolicy spec.mig.strategy; the selected
+	// device-plugin config's flags.migStrategy overrides it.
+	MIGStrategy string
+	// DevicePlugin is the node's selected device-plugin config (nil: defaults).
+	DevicePlugin *DevicePluginConfig
+	// MIG is the per-GPU MIG state (nil or shorter than the inventory: MIG disabled).
+	MIG []GPUState
+}
+
+// Advertisement is what the device plugin and GFD publish for a node.
+type Advertisement struct {
+	// Resources maps extended resource names to counts (capacity = allocatable).
+	Resources map[string]int64
+	// Labels are GFD's node labels.
+	Labels map[string]string
+	// Err is set when the device plugin would refuse to start with this
+	// state (for example an inconsistent single-strategy layout); Resources
+	// is then empty, as on a real node.
+	Err error
+}
+
+// ResourceNames lists the advertised resource names, sorted.
+func (a Advertisement) ResourceNames() []string { return sortedKeys(a.Resources) }
+
+// device is one allocatable unit before sharing: a whole GPU or a MIG device.
+type device struct {
+	resource string // nvidia.com/gpu or nvidia.com/mig-<profile>
+	profile  *MIGProfile
+}
+
+// Advertise computes the resources and labels a node with inv publishes
+// under state, as the real device plugin (internal/rm) and GFD
+// (internal/lm) would. It is pure: same input, same output.
+func Advertise(inv NodeInventory, state StackState) Advertisement {
+	strategy := state.MIGStrategy
+	if strategy == "" {
+		strategy = MIGStrategyNone
+	}
+	if f := state.DevicePlugin; f != nil && f.Flags.MigStrategy != nil {
+		strategy = *f.Flags.MigStrategy
+	}
+	migState := func(i int) GPUState {
+		if i < len(state.MIG) {
+			return state.MIG[i]
+		}
+		return GPUState{}
+	}
+
+	labels := baseLabels(inv.SKU)
+	if strategy != MIGStrategyNone {
+		labels["nvidia.com/mig.strategy"] = strategy
+	}
+	sharing, _ := state.DevicePlugin.SharingMode()
+
+	devices, err := enumerate(inv, strategy, migState)
+	if err != nil {
+		// GFD labels the node as invalid; the plugin advertises nothing.
+		labels["nvidia.com/gpu.product"] = sanitizeProduct(inv.SKU.Product) + "-MIG-INVALID"
+		labels["nvidia.com/gpu.count"] = "0"
+		labels["nvidia.com/gpu.replicas"] = "0"
+		labels["nvidia.com/gpu.memory"] = "0"
+		return Advertisement{Resources: map[string]int64{}, Labels: labels, Err: err}
+	}
+
+	resources := map[string]int64{}
+	perResource := map[string][]device{}
+	for _, d := range devices {
+		perResource[d.resource] = append(perResource[d.resource], d)
+	}
+	for _, name := range sortedKeys(perResource) {
+		devs := perResource[name]
+		replicas, advertised := state.DevicePlugin.Replicas(name)
+		resources[advertised] += int64(len(devs) * replicas)
+		renamed := advertised != name
+		shareStrategy := SharingNone
+		if replicas > 1 {
+			shareStrategy = sharing
+		}
+		if name == ResourceGPU {
+			product := sanitizeProduct(inv.SKU.Product)
+			mem := inv.SKU.MemoryMiB
+			if p := devs[0].profile; p != nil { // single strategy: the MIG devices are the GPUs
+				product += "-MIG-" + p.Name
+				mem = p.MemoryMiB
+				addMIGLabels(labels, "nvidia.com/gpu", *p)
+			}
+			if replicas > 1 && !renamed {
+				product += "-SHARED"
+			}
+			labels["nvidia.com/gpu.product"] = product
+			labels["nvidia.com/gpu.count"] = strconv.Itoa(len(devs))
+			labels["nvidia.com/gpu.replicas"] = strconv.Itoa(replicas)
+			labels["nvidia.com/gpu.memory"] = strconv.Itoa(mem)
+			labels["nvidia.com/gpu.sharing-strategy"] = shareStrategy
+			continue
+		}
+		p := devs[0].profile
+		prefix := name // nvidia.com/mig-1g.5gb
+		product := sanitizeProduct(inv.SKU.Product) + "-MIG-" + p.Name
+		if replicas > 1 && !renamed {
+			product += "-SHARED"
+		}
+		labels[prefix+".product"] = product
+		labels[prefix+".count"] = strconv.Itoa(len(devs))
+		labels[prefix+".replicas"] = strconv.Itoa(replicas)
+		labels[prefix+".memory"] = strconv.Itoa(p.MemoryMiB)
+		labels[prefix+".sharing-strategy"] = shareStrategy
+		addMIGLabels(labels, prefix, *p)
+	}
+	if _, ok := perResource[ResourceGPU]; !ok {
+		// Every GPU is MIG-enabled under mixed (or none exist): GFD still
+		// describes the physical GPUs, with 0 replicas.
+		labels["nvidia.com/gpu.product"] = sanitizeProduct(inv.SKU.Product)
+		labels["nvidia.com/gpu.count"] = strconv.Itoa(inv.Count)
+		labels["nvidia.com/gpu.replicas"] = "0"
+		labels["nvidia.com/gpu.memory"] = strconv.Itoa(inv.SKU.MemoryMiB)
+		labels["nvidia.com/gpu.sharing-strategy"] = SharingNone
+	}
+	return Advertisement{Resources: resources, Labels: labels}
+}
+
+func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) ([]device, error) {
+	var devices []device
+	migEnabled := 0
+	profilesSeen := map[string]bool{}
+	for i := 0; i < inv.Count; i++ {
+		st := migState(i)
+		if !st.MIGEnabled || strategy == MIGStrategyNone {
+			devices = append(devices, device{resource: ResourceGPU})
+			continue
+		}
+		migEnabled++
+		for _, name := range sortedKeys(st.Devices) {
+			p, ok := inv.SKU.Profile(name)
+			if !ok {
+				return nil, fmt.Errorf("GPU %d: %s has no MIG profile %q", i, inv.SKU.Product, name)
+			}
+			profilesSeen[name] = true
+			res := ResourceGPU
+			if strategy == MIGStrategyMixed {
+				res = ResourceMIGPrefix + strings.ReplaceAll(name, "+", ".")
+			}
+			for n := 0; n < st.Devices[name]; n++ {
+				devices = append(devices, device{resource: res, profile: &p})
+			}
+		}
+	}
+	if strategy == MIGStrategySingle && migEnabled > 0 {
+		if migEnabled != inv.Count {
+			return nil, fmt.Errorf("all devices on the node must be configured with the same migEnabled value")
+		}
+		if len(profilesSeen) > 1 {
+			return nil, fmt.Errorf("more than one MIG device type present on node")
+		}
+	}
+	return devices, nil
+}
+
+func baseLabels(sku SKU) map[string]string {
+	major, minor, rev := splitVersion(FakeDriverVersion)
+	return map[string]string{
+		"nvidia.com/gpu.present":                  "true",
+		"nvidia.com/gpu.family":                   sku.Family,
+		"nvidia.com/gpu.compute.major":            strconv.Itoa(sku.ComputeMajor),
+		"nvidia.com/gpu.compute.minor":            strconv.Itoa(sku.ComputeMinor),
+		"nvidia.com/mig.capable":                  strconv.FormatBool(sku.MIGCapable()),
+		"nvidia.com/cuda.driver-version.full":     FakeDriverVersion,
+		"nvidia.com/cuda.driver-version.major":    major,
+		"nvidia.com/cuda.driver-version.minor":    minor,
+		"nvidia.com/cuda.driver-version.revision": rev,
+	}
+}
+
+func addMIGLabels(labels map[string]string, prefix string, p MIGProfile) {
+	labels[prefix+".slices.gi"] = strconv.Itoa(p.ComputeSlices)
+	labels[prefix+".slices.ci"] = strconv.Itoa(p.ComputeSlices)
+	labels[prefix+".multiprocessors"] = strconv.Itoa(p.Multiprocessors)
+}
+
+var productJunk = regexp.MustCompile(`[^A-Za-z0-9\-_. ]`)
+
+// sanitizeProduct turns an NVML product name into a label value as GFD does.
+func sanitizeProduct(s string) string {
+	return strings.ReplaceAll(productJunk.ReplaceAllString(s, ""), " ", "-")
+}
+
+func splitVersion(v string) (major, minor, rev string) {
+	parts := strings.SplitN(v, ".", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	return parts[0], parts[1], parts[2]
+}
+
+// SortedResourceNames is a helper for callers that print advertisements.
+func SortedResourceNames(m map[string]int64) []string {
+	names := sortedKeys(m)
+	sort.Strings(names)
+	return names
+}

@@ -1,0 +1,164 @@
+package reports
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// CheckInfo is what the report says about a check besides its outcome.
+type CheckInfo struct {
+	ID, Area, AreaTitle, Rule string
+}
+
+// Summary is summary.json: one record of a run.
+type Summary struct {
+	RunID      string            `json:"runId"`
+	Result     string            `json:"result"` // pass or fail
+	Candidate  Ref               `json:"candidate"`
+	Fleet      Ref               `json:"fleet"`
+	Provider   string            `json:"provider"`
+	Components map[string]string `json:"components"`
+	StartedAt  time.Time         `json:"startedAt"`
+	Duration   float64           `json:"durationSeconds"`
+	Totals     Totals            `json:"totals"`
+	Checks     []CheckResult     `json:"checks"`
+	// Errors are failures outside any check (setup, a suite that did not
+	// build or start); a run with errors fails.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// Ref names an input of the run.
+type Ref struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Totals counts check outcomes.
+type Totals struct {
+	Checks  int `json:"checks"`
+	Passed  int `json:"passed"`
+	Failed  int `json:"failed"`
+	Skipped int `json:"skipped"`
+}
+
+// CheckResult is one check's outcome.
+type CheckResult struct {
+	ID          string             `json:"id"`
+	Area        string             `json:"area"`
+	AreaTitle   string             `json:"areaTitle"`
+	Rule        string             `json:"rule"`
+	Suite       string             `json:"suite"`
+	Result      string             `json:"result"`
+	Duration    float64            `json:"durationSeconds"`
+	Message     string             `json:"message,omitempty"`
+	Assessments []AssessmentResult `json:"assessments"`
+}
+
+// AssessmentResult is one step of a check.
+type AssessmentResult struct {
+	Name     string  `json:"name"`
+	Result   string  `json:"result"`
+	Duration float64 `json:"durationSeconds"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// Checks extracts check results: every second-level test whose name is a
+// known check id (e2e-framework runs each feature as t.Run(featureName)).
+func Checks(r *Results, lookup func(id string) (CheckInfo, bool)) []CheckResult {
+	var out []CheckResult
+	for _, t := range r.Tests {
+		parts := strings.Split(t.Name, "/")
+		if len(parts) != 2 {
+			continue
+		}
+		info, ok := lookup(parts[1])
+		if !ok {
+			continue
+		}
+		cr := CheckResult{
+			ID: info.ID, Area: info.Area, AreaTitle: info.AreaTitle, Rule: info.Rule,
+			Suite: shortPackage(t.Package), Result: orUnknown(t.Result), Duration: t.Elapsed.Seconds(),
+		}
+		var msgs []string
+		if m := strings.Join(t.Output, "\n"); m != "" {
+			msgs = append(msgs, m)
+		}
+		for _, a := range r.Children(t.Package, t.Name) {
+			ar := AssessmentResult{Name: strings.ReplaceAll(a.Name[len(t.Name)+1:], "_", " "), Result: orUnknown(a.Result), Duration: a.Elapsed.Seconds()}
+			if a.Result != "pass" {
+				ar.Message = strings.Join(a.Output, "\n")
+				if ar.Message != "" {
+					msgs = append(msgs, ar.Name+": "+ar.Message)
+				}
+			}
+			cr.Assessments = append(cr.Assessments, ar)
+		}
+		if cr.Result != "pass" {
+			cr.Message = strings.Join(msgs, "\n")
+		}
+		out = append(out, cr)
+	}
+	return out
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown" // the binary died mid-test
+	}
+	return s
+}
+
+func shortPackage(p string) string {
+	if i := strings.Index(p, "/suites/"); i >= 0 {
+		return p[i+len("/suites/"):]
+	}
+	return p
+}
+
+// Finish fills totals and the overall result.
+func (s *Summary) Finish() {
+	s.Totals = Totals{Checks: len(s.Checks)}
+	for _, c := range s.Checks {
+		switch c.Result {
+		case "pass":
+			s.Totals.Passed++
+		case "skip":
+			s.Totals.Skipped++
+		default:
+			s.Totals.Failed++
+		}
+	}
+	s.Result = "pass"
+	if s.Totals.Failed > 0 || len(s.Errors) > 0 || s.Totals.Checks == 0 {
+		s.Result = "fail"
+	}
+	if s.Totals.Checks == 0 && len(s.Errors) == 0 {
+		s.Errors = append(s.Errors, "no check ran")
+	}
+}
+
+// Write stores the summary as dir/summary.json.
+func (s *Summary) Write(dir string) error {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "summary.json"), append(b, '\n'), 0o644)
+}
+
+// ReadSummary loads dir/summary.json.
+func ReadSummary(dir string) (*Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, err
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "summary.json"), err)
+	}
+	return &s, nil
+}

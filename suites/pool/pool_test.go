@@ -1,0 +1,125 @@
+package pool
+
+import (
+	"context"
+	"testing"
+
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+func TestResourceNames(t *testing.T) {
+	c := checks.PendingOnWrongResource
+	f := harness.Feature(c).
+		Assess("a pod limiting nvidia.com/gpu on a MIG pool stays Pending: Insufficient nvidia.com/gpu", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, p := range migPools(t, r) {
+				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-whole-gpu").
+					ForPool(p, nil).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1)
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+fakegpu.ResourceGPU); err != nil {
+					t.Errorf("pool %s: %v", p.Name, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("the same pod limiting the pool's MIG resource is scheduled onto the pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, p := range migPools(t, r) {
+				res, err := r.IntendedResource(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-mig").
+					ForPool(p, nil).RuntimeClass("nvidia").Limit(res, 1)
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.ExpectOnPool(ctx, pod.Namespace, pod.Name, p.Name); err != nil {
+					t.Errorf("pod limiting %s: %v", res, err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestSKUIsolation(t *testing.T) {
+	c := checks.SKUIsolation
+	f := harness.Feature(c).
+		Assess("a pod without the pool's tolerations never lands on a GPU node", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, p := range r.Fleet.Spec.Pools {
+				if !p.GPU() {
+					continue
+				}
+				if len(p.Taints) == 0 {
+					t.Errorf("pool %s has no taints: any pod may land on its GPU nodes", p.Name)
+					continue
+				}
+				// Select the pool and tolerate only its trust-domain taints:
+				// what keeps the pod out must be the pool's own taint.
+				var domain *fleet.TrustDomain
+				if len(p.TrustDomains) > 0 {
+					domain = &p.TrustDomains[0]
+				}
+				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-untolerated").NodeSelector(p.Labels)
+				if domain != nil {
+					pod = pod.NodeSelector(domain.Labels).Tolerate(domain.Taints...)
+				}
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "untolerated taint"); err != nil {
+					t.Errorf("pool %s: %v", p.Name, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("a well-formed pod for each GPU pool lands on that pool and nowhere else", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, p := range r.Fleet.Spec.Pools {
+				if !p.GPU() {
+					continue
+				}
+				res, err := r.IntendedResource(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ns := harness.Namespace(ctx)
+				var domain *fleet.TrustDomain
+				if len(p.TrustDomains) > 0 {
+					domain = &p.TrustDomains[0]
+					if ns, err = r.TrustNamespace(ctx, *domain); err != nil {
+						t.Fatal(err)
+					}
+				}
+				pod := workload.New(c.ID, ns, p.Name+"-well-formed").
+					ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1)
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := r.ExpectOnPool(ctx, pod.Namespace, pod.Name, p.Name); err != nil {
+					t.Errorf("pod limiting %s: %v", res, err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func migPools(t *testing.T, r *harness.Run) []fleet.Pool {
+	pools := r.Fleet.PoolsWithMode(fleet.ModeMIG)
+	if len(pools) == 0 {
+		t.Skipf("fleet %s has no MIG pool", r.Fleet.Metadata.Name)
+	}
+	return pools
+}
