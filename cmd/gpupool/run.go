@@ -145,7 +145,11 @@ func finish(s *reports.Summary, res *reports.Results, out string, started time.T
 	}
 	s.PrintTable(os.Stdout)
 	fmt.Printf("reports: %s\n", out)
-	if s.Result != "pass" {
+	switch {
+	case s.Result == "pass":
+	case res == nil:
+		return exitError{2} // setup failed: no suite ran
+	default:
 		return exitError{1}
 	}
 	return nil
@@ -243,62 +247,93 @@ func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, erro
 	return suites, nil
 }
 
-// runSuite runs one suite binary against the run's cluster through
-// test2json, appending its events to w and printing each check's outcome
-// as it ends.
+// runSuite runs one suite binary against the run's cluster, converting
+// its output to test2json events, appending them to w and printing each
+// check's outcome as it ends. The binary and the converter are direct
+// children with a parent-death signal, so even a SIGKILLed gpupool leaves
+// no suite running.
 func runSuite(ctx context.Context, s suite, r *harness.Run, w io.Writer) error {
-	args := []string{"tool", "test2json", "-t", "-p", s.pkg, s.bin,
+	suiteCmd := exec.CommandContext(ctx, s.bin,
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
 		"--gpupool.fleet", r.Fleet.File,
 		"--gpupool.candidate", r.Candidate.Dir,
-	}
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = s.dir
-	cmd.Stderr = os.Stderr
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 10 * time.Second
-	// Own process group, so Ctrl-C reaches gpupool alone and it decides
-	// how the suite stops.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdout, err := cmd.StdoutPipe()
+	)
+	suiteCmd.Dir = s.dir
+	suiteCmd.Stderr = os.Stderr
+	// SIGTERM first: e2e-framework then runs the features' teardowns.
+	suiteCmd.Cancel = func() error { return suiteCmd.Process.Signal(syscall.SIGTERM) }
+	suiteCmd.WaitDelay = 10 * time.Second
+	// Own process group, so a terminal's Ctrl-C reaches gpupool alone and
+	// gpupool decides how the suite stops.
+	suiteCmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	conv := exec.Command("go", "tool", "test2json", "-t", "-p", s.pkg)
+	conv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	conv.Stderr = os.Stderr
+	pipe, err := suiteCmd.StdoutPipe()
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
+	conv.Stdin = pipe
+	events, err := conv.StdoutPipe()
+	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(stdout)
+	if err := conv.Start(); err != nil {
+		return fmt.Errorf("go tool test2json: %w", err)
+	}
+	if err := suiteCmd.Start(); err != nil {
+		_ = conv.Process.Kill()
+		_ = conv.Wait()
+		return err
+	}
+	sc := bufio.NewScanner(events)
 	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
+	testFailed := false
 	for sc.Scan() {
 		line := sc.Bytes()
 		w.Write(append(line, '\n'))
-		progress(line)
+		if progress(line) {
+			testFailed = true
+		}
 	}
-	err = cmd.Wait()
+	suiteErr := suiteCmd.Wait()
+	convErr := conv.Wait()
 	if ctx.Err() != nil {
 		return fmt.Errorf("suite %s interrupted: %w", s.pkg, ctx.Err())
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return nil // failures are in the events
+	if convErr != nil {
+		return fmt.Errorf("go tool test2json for %s: %w", s.pkg, convErr)
 	}
-	return err
+	var ee *exec.ExitError
+	switch {
+	case suiteErr == nil, errors.As(suiteErr, &ee) && testFailed:
+		return nil // test failures are in the events
+	case errors.As(suiteErr, &ee):
+		// Exited non-zero with no failed test: TestMain or the binary
+		// itself failed; its output is in the package events too.
+		return fmt.Errorf("suite %s exited with %v before any check failed", s.pkg, suiteErr)
+	}
+	return suiteErr
 }
 
-// progress prints a line per finished check.
-func progress(line []byte) {
+// progress prints a line per finished check and reports whether the
+// event is a failed test.
+func progress(line []byte) (testFailed bool) {
 	var ev reports.Event
 	if json.Unmarshal(line, &ev) != nil {
-		return
+		return false
 	}
+	testFailed = ev.Test != "" && ev.Action == "fail"
 	parts := strings.Split(ev.Test, "/")
 	if len(parts) != 2 || (ev.Action != "pass" && ev.Action != "fail" && ev.Action != "skip") {
-		return
+		return testFailed
 	}
 	if _, ok := checks.Lookup(parts[1]); ok {
 		logf("%-4s %s (%.1fs)", strings.ToUpper(ev.Action), parts[1], ev.Elapsed)
 	}
+	return testFailed
 }
 
 func readEvents(path string) (*reports.Results, error) {

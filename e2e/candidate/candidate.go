@@ -37,10 +37,44 @@ type MetaSpec struct {
 	// Fleet is the fleet file the candidate is meant for, relative to the
 	// candidate directory.
 	Fleet string `json:"fleet,omitempty"`
+	// Base is another candidate directory (relative to this one) whose
+	// manifests this candidate starts from; its own files come after, and
+	// replace base objects of the same kind, namespace and name. A broken
+	// candidate is the reference plus one small candidate.yaml.
+	Base string `json:"base,omitempty"`
+	// Omit drops objects of the base.
+	Omit []ObjectRef `json:"omit,omitempty"`
+	// Patches change objects (of the base or this candidate) with a JSON
+	// merge patch (RFC 7386).
+	Patches []Patch `json:"patches,omitempty"`
 	// Breaks lists the check ids this candidate must fail (broken
 	// candidates used to prove each check can fail); empty for a candidate
 	// that should pass everything.
 	Breaks []string `json:"breaks,omitempty"`
+}
+
+// ObjectRef names one object of a candidate.
+type ObjectRef struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+func (r ObjectRef) String() string {
+	if r.Namespace != "" {
+		return r.Kind + " " + r.Namespace + "/" + r.Name
+	}
+	return r.Kind + " " + r.Name
+}
+
+func (r ObjectRef) matches(u *unstructured.Unstructured) bool {
+	return u.GetKind() == r.Kind && u.GetName() == r.Name && (r.Namespace == "" || u.GetNamespace() == r.Namespace)
+}
+
+// Patch is a JSON merge patch for one object.
+type Patch struct {
+	Target ObjectRef      `json:"target"`
+	Patch  map[string]any `json:"patch"`
 }
 
 // Object is one manifest document with where it came from.
@@ -101,6 +135,15 @@ func Load(dir string) (*Candidate, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("candidate %s: not a directory", dir)
 	}
+	return load(dir, map[string]bool{})
+}
+
+func load(dir string, visiting map[string]bool) (*Candidate, error) {
+	abs, _ := filepath.Abs(dir)
+	if visiting[abs] {
+		return nil, fmt.Errorf("candidate %s: spec.base loops back to itself", dir)
+	}
+	visiting[abs] = true
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("candidate: %w", err)
@@ -148,6 +191,11 @@ func Load(dir string) (*Candidate, error) {
 			}
 			seen[key] = o.Where()
 			c.Objects = append(c.Objects, o)
+		}
+	}
+	if len(errs) == 0 {
+		if err := c.applyBase(visiting); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(c.Objects) == 0 && len(errs) == 0 {
@@ -208,4 +256,102 @@ func validateObject(u *unstructured.Unstructured) error {
 		return fmt.Errorf("kind %s: lists are not supported; write one document per object", u.GetKind())
 	}
 	return nil
+}
+
+// applyBase puts the base candidate's objects first, drops omitted ones,
+// lets this candidate's own objects replace base objects with the same
+// identity, and applies the patches.
+func (c *Candidate) applyBase(visiting map[string]bool) error {
+	spec := c.Meta.Spec
+	meta := filepath.Join(c.Dir, MetaFile)
+	if spec.Base == "" {
+		if len(spec.Omit) > 0 {
+			return fmt.Errorf("candidate %s: spec.omit needs spec.base", meta)
+		}
+		return c.applyPatches(meta)
+	}
+	baseDir := spec.Base
+	if !filepath.IsAbs(baseDir) {
+		baseDir = filepath.Join(c.Dir, baseDir)
+	}
+	base, err := load(baseDir, visiting)
+	if err != nil {
+		return fmt.Errorf("candidate %s: spec.base: %w", meta, err)
+	}
+	if spec.Fleet == "" && base.FleetPath() != "" {
+		c.Meta.Spec.Fleet, _ = filepath.Abs(base.FleetPath())
+	}
+	var merged []Object
+	for _, o := range base.Objects {
+		o.File = filepath.Join(spec.Base, o.File)
+		merged = append(merged, o)
+	}
+	for i, ref := range spec.Omit {
+		kept := merged[:0]
+		found := false
+		for _, o := range merged {
+			if ref.matches(o.Unstructured) {
+				found = true
+				continue
+			}
+			kept = append(kept, o)
+		}
+		if !found {
+			return fmt.Errorf("candidate %s: spec.omit[%d]: the base has no %s", meta, i, ref)
+		}
+		merged = kept
+	}
+	for _, own := range c.Objects {
+		replaced := false
+		for i, o := range merged {
+			if identity(o.Unstructured) == identity(own.Unstructured) {
+				merged[i], replaced = own, true
+			}
+		}
+		if !replaced {
+			merged = append(merged, own)
+		}
+	}
+	c.Objects = merged
+	return c.applyPatches(meta)
+}
+
+func (c *Candidate) applyPatches(meta string) error {
+	for i, p := range c.Meta.Spec.Patches {
+		found := false
+		for _, o := range c.Objects {
+			if p.Target.matches(o.Unstructured) {
+				o.Object = mergePatch(o.Object, p.Patch).(map[string]any)
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("candidate %s: spec.patches[%d].target: no %s in the candidate", meta, i, p.Target)
+		}
+	}
+	return nil
+}
+
+// mergePatch applies an RFC 7386 JSON merge patch.
+func mergePatch(target, patch any) any {
+	pm, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	tm, ok := target.(map[string]any)
+	if !ok {
+		tm = map[string]any{}
+	}
+	for k, v := range pm {
+		if v == nil {
+			delete(tm, k)
+			continue
+		}
+		tm[k] = mergePatch(tm[k], v)
+	}
+	return tm
+}
+
+func identity(u *unstructured.Unstructured) string {
+	return u.GroupVersionKind().GroupKind().String() + "/" + qualifiedName(u)
 }

@@ -32,29 +32,33 @@ var (
 // retries until the deadline: a policy installed a moment ago takes about
 // a second to reach the apiserver's admission chain.
 func Denied(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, want string) error {
-	var lastErr error
-	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to be denied at admission with %q", pod.Namespace, pod.Name, want), AdmissionTimeout, func(ctx context.Context) (bool, string, error) {
+	what := fmt.Sprintf("pod %s/%s to be denied at admission", pod.Namespace, pod.Name)
+	if want != "" {
+		what += fmt.Sprintf(" with a message containing %q", want)
+	}
+	var last string // what the last complete attempt saw
+	err := wait.For(ctx, what, AdmissionTimeout, func(ctx context.Context) (bool, string, error) {
 		_, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		lastErr = err
 		switch {
+		case ctx.Err() != nil:
+			return false, "", nil // the deadline cut this attempt short; keep the last real answer
 		case err == nil:
-			return false, "admitted", nil
+			last = "it was admitted"
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 			if strings.Contains(err.Error(), want) {
 				return true, "", nil
 			}
-			return false, "denied with another message: " + err.Error(), nil
+			last = "it was denied with another message: " + err.Error()
+		default:
+			last = "create failed: " + err.Error()
 		}
-		return false, "create failed: " + err.Error(), nil
+		return false, last, nil
 	})
-	if err != nil {
-		var te *wait.TimeoutError
-		if errors.As(err, &te) && lastErr == nil {
-			return fmt.Errorf("expected pod %s/%s to be denied at admission with a message containing %q, but it was admitted", pod.Namespace, pod.Name, want)
-		}
-		return err
+	var te *wait.TimeoutError
+	if errors.As(err, &te) {
+		return fmt.Errorf("expected %s, but for %s %s", what, te.Timeout, last)
 	}
-	return nil
+	return err
 }
 
 // Admitted creates pod and asserts the apiserver accepts it.

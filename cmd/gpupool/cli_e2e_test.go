@@ -1,0 +1,327 @@
+//go:build e2e
+
+// End-to-end tests of the gpupool command: real embedded clusters, real
+// suites. Run with `make test-e2e` (go test -tags e2e ./cmd/gpupool).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/reports"
+)
+
+var (
+	gpupoolBin string
+	repoRoot   string
+)
+
+func TestMain(m *testing.M) {
+	wd, _ := os.Getwd()
+	repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
+	dir, err := os.MkdirTemp("", "gpupool-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	gpupoolBin = filepath.Join(dir, "gpupool")
+	build := exec.Command("go", "build", "-o", gpupoolBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building gpupool:", err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result of one gpupool invocation.
+type result struct {
+	exit           int
+	stdout, stderr string
+	out            string // report directory
+	state          string // GPUPOOL_STATE used
+}
+
+// gpupool runs the command with its own state dir and report dir.
+func gpupool(t *testing.T, args ...string) result {
+	t.Helper()
+	r := result{out: t.TempDir(), state: t.TempDir()}
+	if args[0] == "run" {
+		args = append(args, "--out", r.out)
+	}
+	cmd := exec.Command(gpupoolBin, args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+r.state)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	r.stdout, r.stderr = so.String(), se.String()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.exit = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	t.Logf("gpupool %s: exit %d\n%s", strings.Join(args, " "), r.exit, r.stdout)
+	return r
+}
+
+func failedChecks(t *testing.T, s *reports.Summary) []string {
+	var failed []string
+	for _, c := range s.Checks {
+		if c.Result != "pass" {
+			failed = append(failed, c.ID)
+			assert.NotEmpty(t, c.Message, "check %s failed without saying why", c.ID)
+		}
+	}
+	sort.Strings(failed)
+	return failed
+}
+
+func TestReferenceCandidatePasses(t *testing.T) {
+	r := gpupool(t, "run")
+	require.Equal(t, 0, r.exit, "stderr:\n%s", r.stderr)
+	s, err := reports.ReadSummary(r.out)
+	require.NoError(t, err)
+	assert.Equal(t, "pass", s.Result)
+	assert.Empty(t, failedChecks(t, s))
+	assert.Equal(t, len(checks.All()), s.Totals.Checks, "every check in the catalog ran")
+	assert.Equal(t, "v1.37.2", s.Components["kubernetes"])
+	assert.Contains(t, r.stdout, "AREA")
+
+	var junit struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	data, err := os.ReadFile(filepath.Join(r.out, "junit.xml"))
+	require.NoError(t, err)
+	require.NoError(t, xml.Unmarshal(data, &junit))
+	assert.Equal(t, s.Totals.Checks, junit.Tests)
+	assert.Zero(t, junit.Failures)
+	assertNothingLeft(t, r.state, "")
+}
+
+// Every broken candidate must fail exactly the checks its candidate.yaml
+// lists under spec.breaks, each with a message, and pass the rest.
+func TestBrokenCandidatesFailExactlyTheirChecks(t *testing.T) {
+	dirs, _ := filepath.Glob(filepath.Join(repoRoot, "manifests", "candidates", "broken-*"))
+	require.NotEmpty(t, dirs)
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c, err := candidate.Load(dir)
+			require.NoError(t, err)
+			require.NotEmpty(t, c.Meta.Spec.Breaks, "%s: spec.breaks must list the checks it breaks", dir)
+			for _, id := range c.Meta.Spec.Breaks {
+				_, ok := checks.Lookup(id)
+				require.True(t, ok, "%s: spec.breaks names unknown check %q", dir, id)
+			}
+			r := gpupool(t, "run", "--candidate", dir)
+			assert.Equal(t, 1, r.exit, "a broken candidate must fail the run; stderr:\n%s", r.stderr)
+			s, err := reports.ReadSummary(r.out)
+			require.NoError(t, err)
+			assert.Empty(t, s.Errors, "the run itself must work")
+			want := append([]string(nil), c.Meta.Spec.Breaks...)
+			sort.Strings(want)
+			assert.Equal(t, want, failedChecks(t, s))
+			assertNothingLeft(t, r.state, "")
+		})
+	}
+}
+
+func TestBadInputStopsBeforeAnyCluster(t *testing.T) {
+	tmp := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(tmp, name)
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o644))
+		return p
+	}
+	unknownSKU := write("unknown-sku.yaml", `apiVersion: gpupool.dev/v1alpha1
+kind: Fleet
+metadata: {name: bad}
+spec:
+  pools:
+    - {name: gpu, sku: h900, nodes: 1, gpusPerNode: 8}
+`)
+	malformed := write("malformed.yaml", "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nspec: [\n")
+	badCandidate := filepath.Join(tmp, "cand")
+	require.NoError(t, os.MkdirAll(badCandidate, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(badCandidate, "10-rc.yaml"), []byte("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nhandler: nvidia\n"), 0o644))
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown SKU", []string{"--fleet", unknownSKU}, []string{unknownSKU, "spec.pools[0] (gpu).sku", `unknown GPU SKU "h900"`, "h100-80gb"}},
+		{"malformed fleet", []string{"--fleet", malformed}, []string{malformed, "malformed fleet"}},
+		{"candidate object without a name", []string{"--candidate", badCandidate}, []string{"10-rc.yaml", "document 1", "metadata.name: required"}},
+		{"missing candidate", []string{"--candidate", filepath.Join(tmp, "nope")}, []string{"nope", "no such file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := gpupool(t, append([]string{"run"}, tc.args...)...)
+			assert.Equal(t, 2, r.exit)
+			for _, w := range tc.want {
+				assert.Contains(t, r.stderr, w)
+			}
+			assert.NotContains(t, r.stderr, "cluster gpupool-", "no cluster may start on bad input")
+			assertNothingLeft(t, r.state, "")
+		})
+	}
+}
+
+// A run interrupted with SIGINT while its suites run removes its cluster:
+// no process, no listening port, no cluster directory, no temp dir.
+func TestInterruptedRunLeavesNothing(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	cmd := exec.Command(gpupoolBin, "run", "--out", out)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+t.TempDir())
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+
+	// Wait until the first check has finished: the cluster is up and a
+	// suite is running against it.
+	clusterName := ""
+	upRE := regexp.MustCompile(`cluster (gpupool-\S+) up`)
+	sc := bufio.NewScanner(stderr)
+	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		line := sc.Text()
+		t.Log(line)
+		if m := upRE.FindStringSubmatch(line); m != nil {
+			clusterName = m[1]
+		}
+		if clusterName != "" && (strings.Contains(line, "PASS ") || strings.Contains(line, "FAIL ")) {
+			break
+		}
+	}
+	require.NotEmpty(t, clusterName, "the run never reported its cluster up")
+	kubeconfig := findKubeconfig(t, state, clusterName)
+	apiserver := serverAddress(t, kubeconfig)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	go func() {
+		for sc.Scan() {
+			t.Log(sc.Text())
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "gpupool should exit non-zero after SIGINT, got %v", err)
+	assertNothingLeft(t, state, clusterName)
+	_, dialErr := net.DialTimeout("tcp", apiserver, time.Second)
+	assert.Error(t, dialErr, "the apiserver at %s still listens after the run ended", apiserver)
+	tmpLeft, _ := filepath.Glob(filepath.Join(cmd.Env[len(cmd.Env)-1][len("TMPDIR="):], "*"))
+	assert.Empty(t, tmpLeft, "temp files left behind")
+}
+
+func findKubeconfig(t *testing.T, state, name string) string {
+	p := filepath.Join(state, "kwok", "clusters", name, "kubeconfig.yaml")
+	_, err := os.Stat(p)
+	require.NoError(t, err)
+	return p
+}
+
+func serverAddress(t *testing.T, kubeconfig string) string {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	host := strings.TrimPrefix(strings.TrimPrefix(cfg.Host, "https://"), "http://")
+	require.True(t, strings.HasPrefix(host, "127.0.0.1:"), "apiserver must bind to 127.0.0.1, got %s", cfg.Host)
+	return host
+}
+
+// assertNothingLeft checks that no cluster directory remains in state and no
+// process runs from one (cluster "" = any).
+func assertNothingLeft(t *testing.T, state, cluster string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", "*"))
+	assert.Empty(t, left, "cluster directories left behind")
+	needle := filepath.Join(state, "kwok", "clusters") + "/"
+	if cluster != "" {
+		needle += cluster
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(needle)) {
+			t.Errorf("process %s still runs: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}
+
+// A manifest the apiserver refuses stops the run before any suite, naming
+// the file and document, and the cluster is removed.
+func TestRefusedManifestStopsBeforeAnySuite(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "candidate.yaml"), []byte(`apiVersion: gpupool.dev/v1alpha1
+kind: Candidate
+spec: {base: `+filepath.Join(repoRoot, "manifests", "candidates", "reference")+`}
+`), 0o644))
+	// A RuntimeClass handler must be a DNS label: the apiserver refuses it.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "90-bad.yaml"), []byte("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: bad}\nhandler: Not_A_Label\n"), 0o644))
+	r := gpupool(t, "run", "--candidate", dir)
+	assert.Equal(t, 2, r.exit)
+	s, err := reports.ReadSummary(r.out)
+	require.NoError(t, err)
+	assert.Zero(t, s.Totals.Checks, "no suite may run")
+	require.NotEmpty(t, s.Errors)
+	assert.Contains(t, s.Errors[0], "90-bad.yaml (document 1, RuntimeClass bad): apiserver refused it")
+	assert.Contains(t, s.Errors[0], "handler")
+	assertNothingLeft(t, r.state, "")
+}
+
+// A run killed with SIGKILL cannot clean up; the next run finds its
+// cluster (owner process gone) and removes it, processes included.
+func TestKilledRunIsCleanedByTheNext(t *testing.T) {
+	state := t.TempDir()
+	cmd := exec.Command(gpupoolBin, "up")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	up := false
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "KUBECONFIG=") {
+			up = true
+			break
+		}
+	}
+	require.True(t, up, "gpupool up never reported the cluster up")
+	clusters, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", "*"))
+	require.Len(t, clusters, 1)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	left, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", "*"))
+	require.Len(t, left, 1, "SIGKILL cannot clean up; the cluster must still be there for this test to mean anything")
+
+	next := exec.Command(gpupoolBin, "run", "--suites", "./suites/admission", "--out", t.TempDir())
+	next.Dir = repoRoot
+	next.Env = cmd.Env
+	out, err := next.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "removing cluster "+filepath.Base(clusters[0])+" left by a run that is gone")
+	assertNothingLeft(t, state, "")
+}

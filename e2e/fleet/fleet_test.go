@@ -1,0 +1,97 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+const header = "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nmetadata: {name: t}\n"
+
+func TestReferenceFleetLoads(t *testing.T) {
+	f, err := Load(filepath.Join("..", "..", "manifests", "fleets", "reference.yaml"))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cpu", "gpu-a100-mig", "gpu-h100-exclusive", "gpu-l4-shared"}, f.PoolNames())
+	assert.Equal(t, 12, f.TotalNodes())
+	l4, ok := f.Pool("gpu-l4-shared")
+	require.True(t, ok)
+	assert.Equal(t, ModeTimeSlicing, l4.Mode())
+	assert.Equal(t, 4, l4.Replicated().Replicas)
+}
+
+func TestBadFleetsNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		{"unknown SKU lists the catalog", "spec:\n  pools:\n    - {name: gpu, sku: h900, nodes: 1, gpusPerNode: 8}\n",
+			[]string{"spec.pools[0] (gpu).sku", `unknown GPU SKU "h900"`, strings.Join(fakegpu.SKUKeys(), ", ")}},
+		{"unknown field", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, gpus: 3}\n",
+			[]string{"malformed fleet", "gpus"}},
+		{"malformed YAML", "spec: [\n", []string{"malformed fleet"}},
+		{"no pools", "spec: {pools: []}\n", []string{"spec.pools: at least one pool"}},
+		{"GPU pool without GPUs", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1}\n", []string{"gpusPerNode: must be >= 1"}},
+		{"unknown sharing mode", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: vgpu}}\n",
+			[]string{"sharing.mode: unknown mode \"vgpu\"", "exclusive, mig, time-slicing, mps"}},
+		{"MIG on a GPU without MIG", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: mig, mig: {config: all-1g.5gb, strategy: mixed}}}\n",
+			[]string{"l4 is not MIG-capable"}},
+		{"time-slicing without replicas", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: time-slicing, timeSlicing: {config: ts}}}\n",
+			[]string{"sharing.timeSlicing.replicas: must be >= 2"}},
+		{"trust domains do not add up", "spec:\n  pools:\n    - name: gpu\n      sku: l4\n      nodes: 4\n      gpusPerNode: 1\n      trustDomains: [{name: a, nodes: 1}]\n",
+			[]string{"trustDomains: node counts add up to 1, but the pool has 4 nodes"}},
+		{"bad taint effect", "spec:\n  pools:\n    - {name: cpu, nodes: 1, taints: [{key: a, value: b, effect: Never}]}\n",
+			[]string{"taints[0].effect", "Never"}},
+		{"duplicate pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n    - {name: cpu, nodes: 1}\n", []string{"duplicate pool name"}},
+		{"two documents", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n---\n" + header, []string{"want one Fleet document, found 2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fleet.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(header+tc.body), 0o644))
+			_, err := Load(path)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), path)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestNodeSpecsSplitTrustDomains(t *testing.T) {
+	f, err := Parse([]byte(header + `spec:
+  pools:
+    - name: l4
+      sku: l4
+      nodes: 3
+      gpusPerNode: 1
+      taints: [{key: sku, value: l4, effect: NoSchedule}]
+      trustDomains:
+        - {name: a, nodes: 1, labels: {trust: a}, taints: [{key: trust, value: a, effect: NoSchedule}]}
+        - {name: b, nodes: 2, labels: {trust: b}}
+`))
+	require.NoError(t, err)
+	specs := f.NodeSpecs()
+	require.Len(t, specs, 3)
+	var got []string
+	for _, s := range specs {
+		got = append(got, s.Name+"="+s.TrustDomain.Name)
+	}
+	assert.Equal(t, []string{"l4-0=a", "l4-1=b", "l4-2=b"}, got)
+
+	stack := &fakegpu.Stack{Policy: &fakegpu.ClusterPolicySettings{DevicePluginEnabled: true, GFDEnabled: true, MIGStrategy: "none"}}
+	n, err := specs[0].Node(stack)
+	require.NoError(t, err)
+	assert.Equal(t, "a", n.Labels["trust"])
+	assert.Equal(t, "a", n.Labels[LabelTrustDomain])
+	assert.Equal(t, "fake", n.Annotations[AnnotationKwokNode])
+	assert.Len(t, n.Spec.Taints, 2, "pool taint plus trust taint")
+	q := n.Status.Allocatable["nvidia.com/gpu"]
+	assert.Equal(t, int64(1), q.Value())
+	assert.Equal(t, "NVIDIA-L4", n.Labels["nvidia.com/gpu.product"])
+}

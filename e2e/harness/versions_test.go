@@ -1,0 +1,27 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// hack/lib.sh builds what the harness runs; the versions must agree or the
+// harness looks for binaries that were never built.
+func TestVersionsMatchBuildScript(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "hack", "lib.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"KUBE_VERSION": KubeVersion, "ETCD_VERSION": EtcdVersion, "KWOK_VERSION": KwokVersion} {
+		m := regexp.MustCompile(name + `="\$\{` + name + `:-([^}]+)\}"`).FindSubmatch(data)
+		if m == nil {
+			t.Errorf("hack/lib.sh does not pin %s", name)
+			continue
+		}
+		if string(m[1]) != want {
+			t.Errorf("hack/lib.sh pins %s=%s, the harness expects %s", name, m[1], want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A trimmed test2json stream: one passing check, one failing check with
+// two assessments, one suite whose TestMain failed.
+const stream = `{"Action":"start","Package":"x/suites/admission"}
+{"Action":"run","Package":"x/suites/admission","Test":"TestA"}
+{"Action":"run","Package":"x/suites/admission","Test":"TestA/admission.ok"}
+{"Action":"run","Package":"x/suites/admission","Test":"TestA/admission.ok/it_works"}
+{"Action":"output","Package":"x/suites/admission","Test":"TestA/admission.ok/it_works","Output":"=== RUN   TestA/admission.ok/it_works\n"}
+{"Action":"pass","Package":"x/suites/admission","Test":"TestA/admission.ok/it_works","Elapsed":0.1}
+{"Action":"pass","Package":"x/suites/admission","Test":"TestA/admission.ok","Elapsed":0.2}
+{"Action":"pass","Package":"x/suites/admission","Test":"TestA","Elapsed":0.2}
+{"Action":"run","Package":"x/suites/admission","Test":"TestB/admission.broken"}
+{"Action":"run","Package":"x/suites/admission","Test":"TestB/admission.broken/first_step"}
+{"Action":"pass","Package":"x/suites/admission","Test":"TestB/admission.broken/first_step","Elapsed":0.1}
+{"Action":"run","Package":"x/suites/admission","Test":"TestB/admission.broken/second_step"}
+{"Action":"output","Package":"x/suites/admission","Test":"TestB/admission.broken/second_step","Output":"    a_test.go:9: expected a denial, but it was admitted\n"}
+{"Action":"output","Package":"x/suites/admission","Test":"TestB/admission.broken/second_step","Output":"--- FAIL: TestB/admission.broken/second_step (10.00s)\n"}
+{"Action":"fail","Package":"x/suites/admission","Test":"TestB/admission.broken/second_step","Elapsed":10}
+{"Action":"fail","Package":"x/suites/admission","Test":"TestB/admission.broken","Elapsed":10.1}
+{"Action":"fail","Package":"x/suites/admission","Test":"TestB","Elapsed":10.1}
+{"Action":"fail","Package":"x/suites/admission","Elapsed":11}
+{"Action":"output","Package":"x/suites/pool","Output":"setup: cluster did not start\n"}
+{"Action":"fail","Package":"x/suites/pool","Elapsed":1}
+`
+
+func lookup(id string) (CheckInfo, bool) {
+	if !strings.HasPrefix(id, "admission.") {
+		return CheckInfo{}, false
+	}
+	return CheckInfo{ID: id, Area: "runtimeclass", AreaTitle: "RuntimeClass", Rule: "rule of " + id}, true
+}
+
+func TestSummaryFromEvents(t *testing.T) {
+	res, err := ParseEvents(strings.NewReader(stream))
+	require.NoError(t, err)
+	checks := Checks(res, lookup)
+	require.Len(t, checks, 2)
+	assert.Equal(t, "pass", checks[0].Result)
+	assert.Empty(t, checks[0].Message)
+	assert.Equal(t, "admission", checks[0].Suite)
+	assert.Equal(t, "fail", checks[1].Result)
+	assert.Equal(t, "second step: a_test.go:9: expected a denial, but it was admitted", checks[1].Message)
+	require.Len(t, checks[1].Assessments, 2)
+	assert.Equal(t, "first step", checks[1].Assessments[0].Name)
+
+	s := &Summary{RunID: "r", Candidate: Ref{Name: "cand"}, Checks: checks}
+	s.Finish()
+	assert.Equal(t, "fail", s.Result)
+	assert.Equal(t, Totals{Checks: 2, Passed: 1, Failed: 1}, s.Totals)
+
+	dir := t.TempDir()
+	require.NoError(t, s.Write(dir))
+	back, err := ReadSummary(dir)
+	require.NoError(t, err)
+	assert.Equal(t, s.Checks, back.Checks)
+
+	require.NoError(t, s.WriteJUnit(dir))
+	data, err := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	require.NoError(t, err)
+	var j struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	require.NoError(t, xml.Unmarshal(data, &j))
+	assert.Equal(t, 2, j.Tests)
+	assert.Equal(t, 1, j.Failures)
+	require.Len(t, j.Suites, 1)
+	assert.Equal(t, "gpupool.runtimeclass", j.Suites[0].Name)
+	require.NotNil(t, j.Suites[0].Cases[1].Failure)
+	assert.Contains(t, j.Suites[0].Cases[1].Failure.Message, "it was admitted")
+
+	var out bytes.Buffer
+	s.PrintTable(&out)
+	assert.Contains(t, out.String(), "admission.broken")
+	assert.Contains(t, out.String(), "FAIL: 2 checks, 1 passed, 1 failed, 0 skipped")
+}
+
+func TestNoCheckIsAFailure(t *testing.T) {
+	s := &Summary{}
+	s.Finish()
+	assert.Equal(t, "fail", s.Result)
+	assert.Equal(t, []string{"no check ran"}, s.Errors)
+}
