@@ -31,8 +31,10 @@ type NodeInventory struct {
 
 // StackState is what the GPU stack on a node was configured with.
 type StackState struct {
-	// MIGStrategy comes from ClusterPolicy spec.mig.strategy; the selected
-	// device-plugin config's flags.migStrategy overrides it.
+	// MIGStrategy comes from ClusterPolicy spec.mig.strategy. The Operator
+	// passes it to the plugin and GFD as MIG_STRATEGY, which beats the config
+	// file, so the selected device-plugin config's flags.migStrategy only
+	// counts when this is "" (unset); with neither, the strategy is none.
 	MIGStrategy string
 	// DevicePlugin is the node's selected device-plugin config (nil: defaults).
 	DevicePlugin *DevicePluginConfig
@@ -59,19 +61,29 @@ func (a Advertisement) ResourceNames() []string { return sortedKeys(a.Resources)
 type device struct {
 	resource string // nvidia.com/gpu or nvidia.com/mig-<profile>
 	profile  *MIGProfile
+	// migEnabled marks a whole GPU that is in MIG mode (strategy none):
+	// GFD labels those without sharing (replicas 0, no -SHARED).
+	migEnabled bool
+}
+
+// effectiveMIGStrategy is the strategy the plugin runs with: MIG_STRATEGY
+// (from the ClusterPolicy) first, then the config file's flags.migStrategy,
+// then the plugin's default, none (DP: api/config/v1 NewConfig).
+func effectiveMIGStrategy(state StackState) string {
+	if state.MIGStrategy != "" {
+		return state.MIGStrategy
+	}
+	if f := state.DevicePlugin; f != nil && f.Flags.MigStrategy != nil {
+		return *f.Flags.MigStrategy
+	}
+	return MIGStrategyNone
 }
 
 // Advertise computes the resources and labels a node with inv publishes
 // under state, as the real device plugin (internal/rm) and GFD
 // (internal/lm) would. It is pure: same input, same output.
 func Advertise(inv NodeInventory, state StackState) Advertisement {
-	strategy := state.MIGStrategy
-	if strategy == "" {
-		strategy = MIGStrategyNone
-	}
-	if f := state.DevicePlugin; f != nil && f.Flags.MigStrategy != nil {
-		strategy = *f.Flags.MigStrategy
-	}
+	strategy := effectiveMIGStrategy(state)
 	migState := func(i int) GPUState {
 		if i < len(state.MIG) {
 			return state.MIG[i]
@@ -113,23 +125,30 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 			product := sanitizeProduct(inv.SKU.Product)
 			mem := inv.SKU.MemoryMiB
 			if p := devs[0].profile; p != nil { // single strategy: the MIG devices are the GPUs
-				product += "-MIG-" + p.Name
+				product += "-MIG-" + migDeviceName(p.Name)
 				mem = p.MemoryMiB
 				addMIGLabels(labels, "nvidia.com/gpu", *p)
 			}
-			if replicas > 1 && !renamed {
+			labelReplicas := replicas
+			if allMIGEnabled(devs) {
+				// GFD labels MIG-enabled whole GPUs without sharing
+				// (DP: internal/lm NewGPUResourceLabelerWithoutSharing);
+				// a non-MIG GPU of the same model would override that.
+				labelReplicas, shareStrategy = 0, SharingNone
+			}
+			if labelReplicas > 1 && !renamed {
 				product += "-SHARED"
 			}
 			labels["nvidia.com/gpu.product"] = product
 			labels["nvidia.com/gpu.count"] = strconv.Itoa(len(devs))
-			labels["nvidia.com/gpu.replicas"] = strconv.Itoa(replicas)
+			labels["nvidia.com/gpu.replicas"] = strconv.Itoa(labelReplicas)
 			labels["nvidia.com/gpu.memory"] = strconv.Itoa(mem)
 			labels["nvidia.com/gpu.sharing-strategy"] = shareStrategy
 			continue
 		}
 		p := devs[0].profile
 		prefix := name // nvidia.com/mig-1g.5gb
-		product := sanitizeProduct(inv.SKU.Product) + "-MIG-" + p.Name
+		product := sanitizeProduct(inv.SKU.Product) + "-MIG-" + migDeviceName(p.Name)
 		if replicas > 1 && !renamed {
 			product += "-SHARED"
 		}
@@ -152,6 +171,8 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 	return Advertisement{Resources: resources, Labels: labels}
 }
 
+// enumerate lists the devices the plugin would serve under strategy, or the
+// error it would refuse to start with.
 func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) ([]device, error) {
 	var devices []device
 	migEnabled := 0
@@ -159,10 +180,15 @@ func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) 
 	for i := 0; i < inv.Count; i++ {
 		st := migState(i)
 		if !st.MIGEnabled || strategy == MIGStrategyNone {
-			devices = append(devices, device{resource: ResourceGPU})
+			devices = append(devices, device{resource: ResourceGPU, migEnabled: st.MIGEnabled})
 			continue
 		}
 		migEnabled++
+		if strategy == MIGStrategySingle && countDevices(st.Devices) == 0 {
+			// Layout all-enabled: single needs every GPU to expose MIG
+			// devices (GFD: "at least one MIG device is enabled but empty").
+			return nil, fmt.Errorf("device %d has no MIG devices configured", i)
+		}
 		for _, name := range sortedKeys(st.Devices) {
 			p, ok := inv.SKU.Profile(name)
 			if !ok {
@@ -171,7 +197,7 @@ func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) 
 			profilesSeen[name] = true
 			res := ResourceGPU
 			if strategy == MIGStrategyMixed {
-				res = ResourceMIGPrefix + strings.ReplaceAll(name, "+", ".")
+				res = ResourceMIGPrefix + migDeviceName(name)
 			}
 			for n := 0; n < st.Devices[name]; n++ {
 				devices = append(devices, device{resource: res, profile: &p})
@@ -187,6 +213,29 @@ func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) 
 		}
 	}
 	return devices, nil
+}
+
+// migDeviceName is the name the plugin and GFD give a MIG profile: "+" is
+// not allowed in resource names or label values, so 1g.5gb+me is 1g.5gb.me.
+func migDeviceName(profile string) string { return strings.ReplaceAll(profile, "+", ".") }
+
+// countDevices is the number of MIG devices on one GPU.
+func countDevices(devices map[string]int) int {
+	n := 0
+	for _, c := range devices {
+		n += c
+	}
+	return n
+}
+
+// allMIGEnabled reports whether devs are all whole GPUs in MIG mode.
+func allMIGEnabled(devs []device) bool {
+	for _, d := range devs {
+		if !d.migEnabled {
+			return false
+		}
+	}
+	return len(devs) > 0
 }
 
 func baseLabels(sku SKU) map[string]string {

@@ -12,6 +12,9 @@ import (
 // advertise. The full object is validated by the real CRD in the apiserver;
 // this is the simulator's read of it.
 type ClusterPolicySettings struct {
+	// MIGStrategy is spec.mig.strategy, "" when unset: the CRD has no
+	// default ("single" is only the Helm chart's), and with it unset the
+	// Operator sets no MIG_STRATEGY, so the plugin's config file decides.
 	MIGStrategy         string
 	DevicePluginEnabled bool
 	DevicePluginConfig  string // ConfigMap name; "" = plugin defaults
@@ -52,8 +55,8 @@ type configRef struct {
 }
 
 // ParseClusterPolicy reads the settings from a ClusterPolicy manifest,
-// applying the Operator's defaults (strategy single, components enabled,
-// runtime class nvidia).
+// applying the Operator's defaults (components enabled, runtime class
+// nvidia). An unset spec.mig.strategy stays "" (see MIGStrategy).
 func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 	var doc clusterPolicyDoc
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -74,10 +77,7 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 		GFDEnabled:          enabled(s.GFD.Enabled),
 		RuntimeClass:        s.Operator.RuntimeClass,
 	}
-	if out.MIGStrategy == "" {
-		out.MIGStrategy = MIGStrategySingle
-	}
-	if !oneOf(out.MIGStrategy, MIGStrategies) {
+	if out.MIGStrategy != "" && !oneOf(out.MIGStrategy, MIGStrategies) {
 		return out, fmt.Errorf("spec.mig.strategy: unknown MIG strategy %q (valid: %s)", out.MIGStrategy, strings.Join(MIGStrategies, ", "))
 	}
 	if out.RuntimeClass == "" {

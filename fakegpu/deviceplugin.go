@@ -1,8 +1,12 @@
 package fakegpu
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -71,7 +75,7 @@ type ReplicatedResource struct {
 // document. Errors carry the field path and upstream's wording.
 func ParseDevicePluginConfig(data []byte) (*DevicePluginConfig, error) {
 	var c DevicePluginConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	if err := unmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("device-plugin config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
@@ -184,4 +188,107 @@ func oneOf(s string, valid []string) bool {
 		}
 	}
 	return false
+}
+
+var unknownFieldRE = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+// unmarshalStrict is yaml.UnmarshalStrict with unknown-field errors that
+// name the field's path (sharing.timeSlicing.resources[0].replica), which
+// encoding/json leaves out: the document is walked against v's json tags.
+// The original message is kept.
+func unmarshalStrict(data []byte, v any) error {
+	err := yaml.UnmarshalStrict(data, v)
+	m := unknownFieldRE.FindStringSubmatch(fmt.Sprint(err))
+	if m == nil {
+		return err
+	}
+	var doc any
+	if yaml.Unmarshal(data, &doc) != nil {
+		return err
+	}
+	var paths []string
+	unknownPaths(doc, reflect.TypeOf(v), "", &paths)
+	for _, p := range paths {
+		if p == m[1] || strings.HasSuffix(p, "."+m[1]) {
+			return fmt.Errorf("%s: unknown field (%w)", p, err)
+		}
+	}
+	return err
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownPaths appends the paths of the keys in doc (as decoded into any)
+// that type t has no json field for, matching names as encoding/json does.
+func unknownPaths(doc any, t reflect.Type, path string, out *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return // decodes itself
+	}
+	switch d := doc.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			sub := k
+			if path != "" {
+				sub = path + "." + k
+			}
+			switch t.Kind() {
+			case reflect.Map:
+				unknownPaths(d[k], t.Elem(), sub, out)
+			case reflect.Struct:
+				if ft, ok := jsonField(t, k); ok {
+					unknownPaths(d[k], ft, sub, out)
+				} else {
+					*out = append(*out, sub)
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for i, e := range d {
+				unknownPaths(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i), out)
+			}
+		}
+	}
+}
+
+// jsonField finds the type of struct t's field that encoding/json would
+// decode key into: exact name first, then case-insensitively, looking into
+// embedded structs.
+func jsonField(t reflect.Type, key string) (reflect.Type, bool) {
+	var fold reflect.Type
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && tag == "" && ft.Kind() == reflect.Struct {
+			if et, ok := jsonField(ft, key); ok {
+				return et, true
+			}
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		switch {
+		case tag == key:
+			return f.Type, true
+		case fold == nil && strings.EqualFold(tag, key):
+			fold = f.Type
+		}
+	}
+	return fold, fold != nil
 }

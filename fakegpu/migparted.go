@@ -96,7 +96,7 @@ func (s *StringOrList) UnmarshalJSON(b []byte) error {
 // ParseMIGPartedConfig decodes and validates a mig-parted config document.
 func ParseMIGPartedConfig(data []byte) (*MIGPartedConfig, error) {
 	var c MIGPartedConfig
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	if err := unmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("mig-parted config: %w", err)
 	}
 	if c.Version != "v1" {

@@ -40,25 +40,12 @@ func (s *Stack) Node(labels map[string]string, inv NodeInventory) NodeResult {
 	}
 	state := StackState{MIGStrategy: s.Policy.MIGStrategy}
 	var res NodeResult
-
-	if s.DevicePlugin != nil {
-		key := labels[LabelDevicePluginConfig]
-		if key == "" {
-			key = s.Policy.DevicePluginDefault
-		}
-		if key != "" {
-			cfg, ok := s.DevicePlugin[key]
-			if !ok {
-				// The config manager exits: the plugin on this node is down.
-				return NodeResult{Advertisement: Advertisement{
-					Resources: map[string]int64{}, Labels: baseLabels(inv.SKU),
-					Err: fmt.Errorf("specified config %s does not exist (ConfigMap %s has: %s)",
-						key, s.Policy.DevicePluginConfig, strings.Join(sortedKeys(s.DevicePlugin), ", ")),
-				}}
-			}
-			state.DevicePlugin = cfg
-		}
+	cfg, err := s.DevicePluginConfigFor(labels)
+	if err != nil {
+		// The config manager exits: the plugin on this node is down.
+		return NodeResult{Advertisement: Advertisement{Resources: map[string]int64{}, Labels: baseLabels(inv.SKU), Err: err}}
 	}
+	state.DevicePlugin = cfg
 
 	if inv.SKU.MIGCapable() && s.Policy.MIGManagerEnabled && s.MIGParted != nil {
 		layout := labels[LabelMIGConfig]
@@ -85,6 +72,28 @@ func (s *Stack) Node(labels map[string]string, inv NodeInventory) NodeResult {
 		res.Labels[LabelMIGConfigState] = res.MIGConfigState
 	}
 	return res
+}
+
+// DevicePluginConfigFor returns the device-plugin config a node with these
+// labels runs with (nil: the plugin's defaults), or the error that stops
+// the plugin's config manager.
+func (s *Stack) DevicePluginConfigFor(labels map[string]string) (*DevicePluginConfig, error) {
+	if s.Policy == nil || s.DevicePlugin == nil {
+		return nil, nil
+	}
+	key := labels[LabelDevicePluginConfig]
+	if key == "" {
+		key = s.Policy.DevicePluginDefault
+	}
+	if key == "" {
+		return nil, nil
+	}
+	cfg, ok := s.DevicePlugin[key]
+	if !ok {
+		return nil, fmt.Errorf("specified config %s does not exist (ConfigMap %s has: %s)",
+			key, s.Policy.DevicePluginConfig, strings.Join(sortedKeys(s.DevicePlugin), ", "))
+	}
+	return cfg, nil
 }
 
 // StackFromObjects finds the ClusterPolicy among objs and the ConfigMaps it

@@ -28,3 +28,35 @@ var (
 		Rule: "A time-sliced GPU is never shared across trust domains: a pod aiming at another trust's nodes is denied, and no shared node hosts pods of two trusts.",
 	})
 )
+
+// Checks of the simulated GPU Operator's behaviour as the contract sees it.
+var (
+	AdvertisesDesignedResources = Register(Check{
+		ID: "pool.advertises-designed-resources", Area: AreaResourceNames,
+		Rule: "Every GPU node advertises the resource its pool is designed for, in the designed count: the candidate's GPU Operator config (ClusterPolicy, device-plugin and MIG configs) matches the fleet.",
+	})
+	ExclusiveGPUsNotShared = Register(Check{
+		ID: "sharing.exclusive-gpus-not-shared", Area: AreaSharing,
+		Rule: "An exclusive pool never hands one GPU to two pods: a full node's pods hold distinct devices and one more pod stays Pending.",
+	})
+	FailRequestsGreaterThanOne = Register(Check{
+		ID: "sharing.fail-requests-greater-than-one", Area: AreaSharing,
+		Rule: "A pod asking for 2 replicas of a time-sliced GPU is refused at kubelet admission (UnexpectedAdmissionError), not silently given two slices of one GPU.",
+	})
+	GPUMemoryBounded = Register(Check{
+		ID: "sharing.gpu-memory-bounded", Area: AreaSharing,
+		Rule: "Replicas inflate allocatable, GPU memory stays finite: pods within their share of a time-sliced GPU run, and a pod that oversubscribes its memory is denied or OOMKilled, never silently admitted.",
+	})
+	NVIDIARuntimeGivesGPU = Register(Check{
+		ID: "runtimeclass.nvidia-runtime-gives-gpu", Area: AreaRuntimeClass,
+		Rule: "A well-formed GPU pod under RuntimeClass nvidia runs with its allocated GPU devices; under a handler other than the NVIDIA runtime it would see no GPU and crash-loop.",
+	})
+	MIGRelabelIsADrain = Register(Check{
+		ID: "mig.relabel-is-a-drain", Area: AreaMIGDrains,
+		Rule: "A MIG layout change after cordon and drain walks mig.config.state pending → success with GPU operands paused and GPUs withdrawn, and fails no pod; relabelling a busy node fails its GPU pods.",
+	})
+	PluginDownPodsPending = Register(Check{
+		ID: "health.plugin-down-pods-pending", Area: AreaOperatorHealth,
+		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending with a reason naming the resource, and schedule once it recovers.",
+	})
+)

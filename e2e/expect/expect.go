@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -171,4 +172,80 @@ func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, n
 		}
 		return left == 0, fmt.Sprintf("%d left", left), nil
 	})
+}
+
+// AllScheduled waits until every pod is bound, in one wait (not one per
+// pod), and reports the ones that never were with the scheduler's reason.
+func AllScheduled(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Pod) error {
+	pending := map[string]*corev1.Pod{}
+	for _, p := range pods {
+		pending[p.Namespace+"/"+p.Name] = p
+	}
+	err := wait.For(ctx, fmt.Sprintf("%d pods to be scheduled", len(pods)), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		for key, p := range pending {
+			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			if got.Spec.NodeName != "" {
+				delete(pending, key)
+			}
+		}
+		return len(pending) == 0, fmt.Sprintf("%d still Pending", len(pending)), nil
+	})
+	if err == nil {
+		return nil
+	}
+	var lines []string
+	for key, p := range pending {
+		got, gerr := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if gerr != nil {
+			continue
+		}
+		lines = append(lines, key+": "+schedulingMessage(ctx, cs, got))
+	}
+	sort.Strings(lines)
+	if len(lines) > 3 {
+		lines = append(lines[:3], fmt.Sprintf("... and %d more", len(lines)-3))
+	}
+	return fmt.Errorf("%w; never scheduled: %s", err, strings.Join(lines, "; "))
+}
+
+// PodReaches waits until cond holds for the pod and returns it. cond also
+// describes what it saw, for the timeout message.
+func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) (bool, string)) (*corev1.Pod, error) {
+	var pod *corev1.Pod
+	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to %s", ns, name, what), timeout, func(ctx context.Context) (bool, string, error) {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		pod = p
+		ok, seen := cond(p)
+		return ok, seen, nil
+	})
+	return pod, err
+}
+
+// Describe summarises a pod's state for messages: phase, reason, and each
+// container's state.
+func Describe(p *corev1.Pod) string {
+	parts := []string{"phase " + string(p.Status.Phase)}
+	if p.Status.Reason != "" {
+		parts = append(parts, "reason "+p.Status.Reason)
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		switch {
+		case c.State.Waiting != nil:
+			parts = append(parts, fmt.Sprintf("container %s waiting (%s)", c.Name, c.State.Waiting.Reason))
+		case c.State.Terminated != nil:
+			parts = append(parts, fmt.Sprintf("container %s terminated (%s)", c.Name, c.State.Terminated.Reason))
+		case c.State.Running != nil:
+			parts = append(parts, fmt.Sprintf("container %s running", c.Name))
+		}
+		if t := c.LastTerminationState.Terminated; t != nil {
+			parts = append(parts, fmt.Sprintf("last terminated (%s)", t.Reason))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

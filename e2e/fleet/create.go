@@ -12,7 +12,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpupool/gpupool/e2e/wait"
-	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // CreateOptions tunes node creation.
@@ -32,7 +31,7 @@ type CreateStats struct {
 }
 
 // Create makes every node of the fleet and waits until all are Ready.
-func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, stack *fakegpu.Stack, opt CreateOptions) (CreateStats, error) {
+func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateOptions) (CreateStats, error) {
 	if opt.Workers == 0 {
 		opt.Workers = 16
 	}
@@ -42,7 +41,7 @@ func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, stack *fake
 	specs := f.NodeSpecs()
 	nodes := make([]*corev1.Node, len(specs))
 	for i, s := range specs {
-		n, err := s.Node(stack)
+		n, err := s.Node()
 		if err != nil {
 			return CreateStats{}, err
 		}

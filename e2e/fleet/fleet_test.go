@@ -84,14 +84,14 @@ func TestNodeSpecsSplitTrustDomains(t *testing.T) {
 	}
 	assert.Equal(t, []string{"l4-0=a", "l4-1=b", "l4-2=b"}, got)
 
-	stack := &fakegpu.Stack{Policy: &fakegpu.ClusterPolicySettings{DevicePluginEnabled: true, GFDEnabled: true, MIGStrategy: "none"}}
-	n, err := specs[0].Node(stack)
+	n, err := specs[0].Node()
 	require.NoError(t, err)
 	assert.Equal(t, "a", n.Labels["trust"])
 	assert.Equal(t, "a", n.Labels[LabelTrustDomain])
 	assert.Equal(t, "fake", n.Annotations[AnnotationKwokNode])
+	assert.Equal(t, "l4", n.Annotations[fakegpu.AnnotationSKU])
+	assert.Equal(t, "1", n.Annotations[fakegpu.AnnotationGPUs])
 	assert.Len(t, n.Spec.Taints, 2, "pool taint plus trust taint")
-	q := n.Status.Allocatable["nvidia.com/gpu"]
-	assert.Equal(t, int64(1), q.Value())
-	assert.Equal(t, "NVIDIA-L4", n.Labels["nvidia.com/gpu.product"])
+	_, hasGPU := n.Status.Allocatable["nvidia.com/gpu"]
+	assert.False(t, hasGPU, "GPU resources are the simulated stack's to publish, not the fleet's")
 }

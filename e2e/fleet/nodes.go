@@ -18,9 +18,6 @@ const (
 	LabelManagedBy   = "app.kubernetes.io/managed-by"
 	ManagedBy        = "gpupool"
 
-	AnnotationSKU       = "gpupool.dev/sku"
-	AnnotationGPUs      = "gpupool.dev/gpus"
-	AnnotationPluginErr = "gpupool.dev/device-plugin-error"
 	// AnnotationKwokNode makes the kwok controller own the node.
 	AnnotationKwokNode = "kwok.x-k8s.io/node"
 )
@@ -55,10 +52,11 @@ func (f *Fleet) NodeSpecs() []NodeSpec {
 	return out
 }
 
-// Node builds the Node object for spec. stack says what the simulated GPU
-// Operator publishes on it; the fleet only gives the hardware and the
-// labels a platform team sets.
-func (s NodeSpec) Node(stack *fakegpu.Stack) (*corev1.Node, error) {
+// Node builds the Node object for spec: the hardware (as fakegpu's
+// inventory annotations) and the labels and taints a platform team sets.
+// What the GPUs advertise is the simulated GPU Operator's business: its
+// controller fills in resources and GFD labels from the candidate's configs.
+func (s NodeSpec) Node() (*corev1.Node, error) {
 	p := s.Pool
 	labels := map[string]string{
 		"kubernetes.io/hostname": s.Name,
@@ -80,6 +78,18 @@ func (s NodeSpec) Node(stack *fakegpu.Stack) (*corev1.Node, error) {
 		taints = append(taints, td.Taints...)
 	}
 	annotations := map[string]string{AnnotationKwokNode: "fake"}
+	if p.GPU() {
+		annotations[fakegpu.AnnotationSKU] = p.SKU
+		annotations[fakegpu.AnnotationGPUs] = strconv.Itoa(p.GPUsPerNode)
+		if sh := p.Sharing; sh != nil {
+			if sh.MIG != nil {
+				labels[fakegpu.LabelMIGConfig] = sh.MIG.Config
+			}
+			if r := p.Replicated(); r != nil {
+				labels[fakegpu.LabelDevicePluginConfig] = r.Config
+			}
+		}
+	}
 
 	cpu, mem, pods := orDefault(p.CPU, "64"), orDefault(p.Memory, "512Gi"), p.MaxPods
 	if pods == 0 {
@@ -92,33 +102,6 @@ func (s NodeSpec) Node(stack *fakegpu.Stack) (*corev1.Node, error) {
 			return nil, fmt.Errorf("pool %s: %s: %w", p.Name, name, err)
 		}
 		capacity[name] = q
-	}
-
-	if p.GPU() {
-		sku, err := fakegpu.LookupSKU(p.SKU)
-		if err != nil {
-			return nil, fmt.Errorf("pool %s: %w", p.Name, err)
-		}
-		annotations[AnnotationSKU] = sku.Key
-		annotations[AnnotationGPUs] = strconv.Itoa(p.GPUsPerNode)
-		if sh := p.Sharing; sh != nil {
-			if sh.MIG != nil {
-				labels[fakegpu.LabelMIGConfig] = sh.MIG.Config
-			}
-			if r := p.Replicated(); r != nil {
-				labels[fakegpu.LabelDevicePluginConfig] = r.Config
-			}
-		}
-		res := stack.Node(labels, fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode})
-		for k, v := range res.Labels {
-			labels[k] = v
-		}
-		for name, n := range res.Resources {
-			capacity[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
-		}
-		if res.Err != nil {
-			annotations[AnnotationPluginErr] = res.Err.Error()
-		}
 	}
 
 	return &corev1.Node{

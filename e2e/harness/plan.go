@@ -30,7 +30,10 @@ const (
 type Plan struct {
 	Fleet     *fleet.Fleet
 	Candidate *candidate.Candidate
-	Stack     *fakegpu.Stack
+	// Stack is the candidate's GPU Operator config as read from its files;
+	// it validated them. In the cluster the fakegpu controller reads the
+	// same objects from the apiserver.
+	Stack *fakegpu.Stack
 }
 
 // Prepare loads and checks the candidate and fleet. fleetPath may be empty:
@@ -65,10 +68,10 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("candidate %s: %w", cand.Dir, err)
 	}
-	// Build every node now: a pool the stack cannot serve fails here, not
+	// Build every node now: a pool that cannot be built fails here, not
 	// halfway through creating the fleet.
 	for _, s := range fl.NodeSpecs() {
-		if _, err := s.Node(stack); err != nil {
+		if _, err := s.Node(); err != nil {
 			return nil, fmt.Errorf("fleet %s: %w", fl.File, err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu/controller"
 )
 
 // Run is a cluster with the fleet created and the candidate installed.
@@ -33,6 +34,18 @@ type Run struct {
 	FleetStats fleet.CreateStats
 	// Log receives progress lines (stderr by default).
 	Log func(format string, args ...any)
+	// GPUStack is the in-process fakegpu controller (nil when attached to
+	// a cluster someone else provisioned).
+	GPUStack *controller.Controller
+	stop     context.CancelFunc
+}
+
+// Stop ends what the run started in this process (the fakegpu controller).
+// The cluster itself is the provider's to remove.
+func (r *Run) Stop() {
+	if r.stop != nil {
+		r.stop()
+	}
 }
 
 // NewRunName returns a cluster name unique to this run.
@@ -113,7 +126,10 @@ func (r *Run) Provision(ctx context.Context) error {
 		return err
 	}
 	r.Log("GPU Operator ClusterPolicy CRD installed in %s", time.Since(start).Round(time.Millisecond))
-	stats, err := r.Fleet.Create(ctx, r.Client, r.Stack, fleet.CreateOptions{})
+	if err := r.startGPUStack(ctx); err != nil {
+		return err
+	}
+	stats, err := r.Fleet.Create(ctx, r.Client, fleet.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
 	}
@@ -124,7 +140,44 @@ func (r *Run) Provision(ctx context.Context) error {
 		return err
 	}
 	r.Log("candidate %s: %d objects applied in %s", r.Candidate.Name, len(r.Candidate.Objects), time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	if err := r.WaitGPUStackSynced(ctx); err != nil {
+		return err
+	}
+	r.Log("simulated GPU Operator: every GPU node advertises the candidate's config after %s", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// startGPUStack runs the fakegpu controller in this process until Stop.
+func (r *Run) startGPUStack(ctx context.Context) error {
+	defaultMIG, err := DefaultMIGPartedConfig()
+	if err != nil {
+		return err
+	}
+	c, err := controller.New(r.Cluster.REST, controller.Options{DefaultMIGParted: defaultMIG, Log: r.Log})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	r.stop = cancel
+	if err := c.Start(cctx); err != nil {
+		cancel()
+		return err
+	}
+	r.GPUStack = c
+	return nil
+}
+
+// WaitGPUStackSynced waits until every GPU node advertises what the current
+// GPU Operator config says.
+func (r *Run) WaitGPUStackSynced(ctx context.Context) error {
+	if r.GPUStack == nil {
+		return nil
+	}
+	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", time.Minute, func(context.Context) (bool, string, error) {
+		ok, seen := r.GPUStack.Synced()
+		return ok, seen, nil
+	})
 }
 
 // installUpstreamCRDs applies the GPU Operator's real ClusterPolicy CRD, so

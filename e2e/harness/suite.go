@@ -87,23 +87,30 @@ func Namespace(ctx context.Context) string {
 // the fleet designed it. The suites compare it with what nodes actually
 // advertise under the candidate.
 func (r *Run) IntendedResource(p fleet.Pool) (string, error) {
+	name, _, err := r.Intended(p)
+	return name, err
+}
+
+// Intended is IntendedResource with the count one node of the pool should
+// offer of it.
+func (r *Run) Intended(p fleet.Pool) (string, int64, error) {
 	if !p.GPU() {
-		return "", fmt.Errorf("pool %s has no GPUs", p.Name)
+		return "", 0, fmt.Errorf("pool %s has no GPUs", p.Name)
 	}
 	sku, err := fakegpu.LookupSKU(p.SKU)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	state := fakegpu.StackState{MIGStrategy: fakegpu.MIGStrategyNone}
 	switch p.Mode() {
 	case fleet.ModeMIG:
 		state.MIGStrategy = p.Sharing.MIG.Strategy
 		if r.Stack.MIGParted == nil {
-			return "", fmt.Errorf("pool %s: no mig-parted config to resolve %q", p.Name, p.Sharing.MIG.Config)
+			return "", 0, fmt.Errorf("pool %s: no mig-parted config to resolve %q", p.Name, p.Sharing.MIG.Config)
 		}
 		gpus, err := r.Stack.MIGParted.Apply(p.Sharing.MIG.Config, sku, p.GPUsPerNode)
 		if err != nil {
-			return "", fmt.Errorf("pool %s: %w", p.Name, err)
+			return "", 0, fmt.Errorf("pool %s: %w", p.Name, err)
 		}
 		state.MIG = gpus
 	case fleet.ModeTimeSlicing, fleet.ModeMPS:
@@ -121,9 +128,9 @@ func (r *Run) IntendedResource(p fleet.Pool) (string, error) {
 	ad := fakegpu.Advertise(fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode}, state)
 	names := ad.ResourceNames()
 	if len(names) == 0 {
-		return "", fmt.Errorf("pool %s: its design advertises nothing (%v)", p.Name, ad.Err)
+		return "", 0, fmt.Errorf("pool %s: its design advertises nothing (%v)", p.Name, ad.Err)
 	}
-	return names[0], nil
+	return names[0], ad.Resources[names[0]], nil
 }
 
 // TrustNamespace returns a namespace that belongs to the trust domain:
@@ -156,4 +163,105 @@ func (r *Run) ExpectOnPool(ctx context.Context, ns, name, pool string) error {
 		return fmt.Errorf("expected pod %s/%s on pool %s, but it landed on node %s of pool %q", ns, name, pool, node.Name, got)
 	}
 	return nil
+}
+
+// PoolNodes lists the nodes of a pool (optionally of one trust domain).
+func (r *Run) PoolNodes(ctx context.Context, pool string, domain *fleet.TrustDomain) ([]corev1.Node, error) {
+	sel := labels.Set{fleet.LabelPool: pool}
+	if domain != nil {
+		sel[fleet.LabelTrustDomain] = domain.Name
+	}
+	list, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return nil, err
+	}
+	if len(list.Items) == 0 {
+		return nil, fmt.Errorf("pool %s has no nodes", pool)
+	}
+	return list.Items, nil
+}
+
+// Allocatable returns a node's allocatable count of an extended resource.
+func Allocatable(n *corev1.Node, resource string) int64 {
+	q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+// FirstPool returns the first GPU pool designed for mode, or skips the test.
+func (r *Run) FirstPool(t *testing.T, mode string) fleet.Pool {
+	t.Helper()
+	pools := r.Fleet.PoolsWithMode(mode)
+	if len(pools) == 0 {
+		t.Skipf("fleet %s has no %s pool", r.Fleet.Metadata.Name, mode)
+	}
+	return pools[0]
+}
+
+// NamespaceFor returns where a check's pod for the pool goes: the trust
+// domain's namespace when the pool is split, else the check's own.
+func (r *Run) NamespaceFor(ctx context.Context, p fleet.Pool) (string, *fleet.TrustDomain, error) {
+	if len(p.TrustDomains) == 0 {
+		return Namespace(ctx), nil, nil
+	}
+	d := p.TrustDomains[0]
+	ns, err := r.TrustNamespace(ctx, d)
+	return ns, &d, err
+}
+
+// WellFormedPod is a pod that follows the whole contract for pool p: its
+// selector and tolerations, RuntimeClass nvidia, one unit of the pool's
+// designed resource, in the right namespace for its trust domain.
+func WellFormedPod(ctx context.Context, r *Run, check string, p fleet.Pool, name string) (*corev1.Pod, error) {
+	res, err := r.IntendedResource(p)
+	if err != nil {
+		return nil, err
+	}
+	ns, domain, err := r.NamespaceFor(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return workload.New(check, ns, name).ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).Pod, nil
+}
+
+// LayoutAdvertisement is what a node of MIG pool p should advertise under
+// the named mig-parted layout (error: the GPU cannot take it).
+func (r *Run) LayoutAdvertisement(p fleet.Pool, layout string) (map[string]int64, error) {
+	sku, err := fakegpu.LookupSKU(p.SKU)
+	if err != nil {
+		return nil, err
+	}
+	if p.Mode() != fleet.ModeMIG || r.Stack.MIGParted == nil {
+		return nil, fmt.Errorf("pool %s is not a MIG pool with a mig-parted config", p.Name)
+	}
+	gpus, err := r.Stack.MIGParted.Apply(layout, sku, p.GPUsPerNode)
+	if err != nil {
+		return nil, err
+	}
+	ad := fakegpu.Advertise(fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode}, fakegpu.StackState{MIGStrategy: p.Sharing.MIG.Strategy, MIG: gpus})
+	return ad.Resources, ad.Err
+}
+
+// Layouts returns, for MIG pool p, another layout its GPUs can take (one
+// that changes what the node advertises) and one they cannot.
+func (r *Run) Layouts(p fleet.Pool) (other, unfit string, err error) {
+	current, err := r.LayoutAdvertisement(p, p.Sharing.MIG.Config)
+	if err != nil {
+		return "", "", err
+	}
+	for _, name := range r.Stack.MIGParted.Names() {
+		ad, err := r.LayoutAdvertisement(p, name)
+		switch {
+		case err != nil && unfit == "":
+			unfit = name
+		case err == nil && other == "" && len(ad) > 0 && fmt.Sprint(ad) != fmt.Sprint(current):
+			other = name
+		}
+	}
+	if other == "" || unfit == "" {
+		return other, unfit, fmt.Errorf("pool %s: the mig-parted config lacks another layout (%q) or an unfit one (%q)", p.Name, other, unfit)
+	}
+	return other, unfit, nil
 }

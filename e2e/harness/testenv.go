@@ -50,10 +50,14 @@ func NewTestEnv() (env.Environment, error) {
 	testEnv := env.NewWithConfig(cfg)
 	var (
 		provider *cluster.Embedded
+		run      *Run
 		stopOnce sync.Once
 	)
 	teardown := func() {
 		stopOnce.Do(func() {
+			if run != nil {
+				run.Stop()
+			}
 			if provider != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				defer cancel()
@@ -95,6 +99,7 @@ func NewTestEnv() (env.Environment, error) {
 			os.Exit(130)
 		}()
 		r, err := Up(ctx, plan, provider)
+		run = r
 		if err != nil {
 			return ctx, err
 		}

@@ -15,8 +15,10 @@ import (
 // GPUOperatorModule is the module that carries the ClusterPolicy CRD.
 const GPUOperatorModule = "github.com/NVIDIA/gpu-operator"
 
-// gpuOperatorVersion is the version go.mod pins; build info overrides it
-// so the two cannot drift.
+// gpuOperatorVersion pins the GPU Operator release whose files the harness
+// uses. The main module imports none of its Go packages (their dependency
+// tree is large), so the pin lives here; if a build ever links the module,
+// its version from the build info wins.
 const gpuOperatorVersion = "v0.0.0-20250917190837-d73a0086a6ba"
 
 // Files of the GPU Operator module, relative to its root.

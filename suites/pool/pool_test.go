@@ -2,8 +2,10 @@ package pool
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -122,4 +124,42 @@ func migPools(t *testing.T, r *harness.Run) []fleet.Pool {
 		t.Skipf("fleet %s has no MIG pool", r.Fleet.Metadata.Name)
 	}
 	return pools
+}
+
+func TestAdvertisesDesignedResources(t *testing.T) {
+	c := checks.AdvertisesDesignedResources
+	f := harness.Feature(c).
+		Assess("every GPU node advertises its pool's designed resource and count", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, p := range r.Fleet.Spec.Pools {
+				if !p.GPU() {
+					continue
+				}
+				res, want, err := r.Intended(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				nodes, err := r.PoolNodes(ctx, p.Name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, n := range nodes {
+					if got := harness.Allocatable(&n, res); got != want {
+						t.Errorf("node %s of pool %s: expected %d allocatable %s, got %d (node advertises %v)", n.Name, p.Name, want, res, got, gpuResources(&n))
+					}
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func gpuResources(n *corev1.Node) map[string]string {
+	out := map[string]string{}
+	for k, v := range n.Status.Allocatable {
+		if strings.HasPrefix(string(k), "nvidia.com/") {
+			out[string(k)] = v.String()
+		}
+	}
+	return out
 }

@@ -66,10 +66,8 @@ func TestNoCrossTrustTimeslice(t *testing.T) {
 						created = append(created, got)
 					}
 				}
-				for _, pod := range created {
-					if _, err := expect.Scheduled(ctx, r.Client, pod.Namespace, pod.Name); err != nil {
-						t.Error(err)
-					}
+				if err := expect.AllScheduled(ctx, r.Client, created); err != nil {
+					t.Error(err)
 				}
 				if err := noNodeSharedAcrossTrusts(ctx, r, p); err != nil {
 					t.Error(err)

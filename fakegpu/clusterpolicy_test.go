@@ -1,0 +1,87 @@
+package fakegpu
+
+import (
+	"testing"
+)
+
+func TestParseClusterPolicy(t *testing.T) {
+	tests := []struct {
+		name    string
+		doc     string
+		want    ClusterPolicySettings
+		wantErr []string
+		bug     string
+	}{
+		{
+			// GO: api/nvidia/v1/clusterpolicy_types.go — enable flags default to true when unset
+			name: "enable flags default true",
+			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: none\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia"},
+		},
+		{
+			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin/gfd/migManager .enabled: false
+			name: "components disabled",
+			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: mixed\n  devicePlugin:\n    enabled: false\n  gfd:\n    enabled: false\n  migManager:\n    enabled: false\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyMixed, RuntimeClass: "nvidia"},
+		},
+		{
+			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name/.default and migManager.config.name/.default
+			name: "config references",
+			doc: `kind: ClusterPolicy
+spec:
+  mig:
+    strategy: single
+  operator:
+    runtimeClass: nvidia-cdi
+  devicePlugin:
+    config:
+      name: time-slicing-config
+      default: any
+  migManager:
+    config:
+      name: custom-mig-parted-config
+      default: all-disabled
+`,
+			want: ClusterPolicySettings{
+				MIGStrategy: MIGStrategySingle, DevicePluginEnabled: true, DevicePluginConfig: "time-slicing-config", DevicePluginDefault: "any",
+				MIGManagerEnabled: true, MIGManagerConfig: "custom-mig-parted-config", MIGManagerDefault: "all-disabled", GFDEnabled: true, RuntimeClass: "nvidia-cdi",
+			},
+		},
+		{
+			// GO: api/nvidia/v1/clusterpolicy_types.go — spec.mig.strategy is none|single|mixed
+			name:    "bad strategy",
+			doc:     "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: both\n",
+			wantErr: []string{"spec.mig.strategy", `"both"`},
+		},
+		{
+			// GO: api/nvidia/v1/clusterpolicy_types.go — only a ClusterPolicy is one
+			name:    "wrong kind",
+			doc:     "kind: ConfigMap\ndata: {}\n",
+			wantErr: []string{"kind", "ConfigMap"},
+		},
+		{
+			// GO: controllers (applyMIGConfiguration) — with spec.mig.strategy unset the Operator
+			// sets no MIG_STRATEGY, so the plugin and GFD use their default, none; "single" is
+			// only the Helm chart's default (CRD config/crd/bases/nvidia.com_clusterpolicies.yaml
+			// has no default for it).
+			name: "strategy unset",
+			doc:  "kind: ClusterPolicy\nspec: {}\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRowCheck(t)
+			defer r.finish(tc.bug)
+			got, err := ParseClusterPolicy([]byte(tc.doc))
+			checkErr(r, err, tc.wantErr...)
+			// An unset strategy may be kept as "" (the plugin's default, none) or spelled none.
+			if got.MIGStrategy == "" {
+				got.MIGStrategy = MIGStrategyNone
+			}
+			if err == nil && got != tc.want {
+				r.Errorf("ParseClusterPolicy = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

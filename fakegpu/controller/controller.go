@@ -1,0 +1,280 @@
+// Package controller runs the simulated NVIDIA GPU Operator stack against a
+// cluster: for every node that carries a fakegpu inventory it keeps the
+// GPU resources and GFD labels equal to what the real device plugin, GPU
+// Feature Discovery and MIG manager would publish from the cluster's
+// ClusterPolicy and ConfigMaps, and it plays the kubelet's part for GPU
+// pods bound to those nodes. Reconciliation is level-based and idempotent:
+// one node (or pod) per reconcile, from informer caches.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// ClusterPolicies is the GPU Operator's ClusterPolicy resource.
+var ClusterPolicies = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
+
+// Options configure the controller.
+type Options struct {
+	// Namespace holds the ConfigMaps the ClusterPolicy names (the GPU
+	// Operator's namespace). Default gpu-operator.
+	Namespace string
+	// DefaultMIGParted is the Operator's built-in mig-parted config.
+	DefaultMIGParted *fakegpu.MIGPartedConfig
+	// MIGReconfigureDelay is how long the simulated MIG manager keeps a
+	// node in state pending. Default 500ms: long enough to observe.
+	MIGReconfigureDelay time.Duration
+	// Log receives one line per notable action (nil: silent).
+	Log func(format string, args ...any)
+}
+
+// Controller is the simulated GPU stack for a cluster.
+type Controller struct {
+	opt    Options
+	client kubernetes.Interface
+	dyn    dynamic.Interface
+
+	factory    informers.SharedInformerFactory
+	nsFactory  informers.SharedInformerFactory
+	dynFactory dynamicinformer.DynamicSharedInformerFactory
+	nodes      cache.SharedIndexInformer
+	pods       cache.SharedIndexInformer
+	configMaps cache.SharedIndexInformer
+	policies   cache.SharedIndexInformer
+	rcs        cache.SharedIndexInformer
+
+	nodeQueue workqueue.TypedRateLimitingInterface[string]
+	podQueue  workqueue.TypedRateLimitingInterface[string]
+	recorder  record.EventRecorder
+	broadcast record.EventBroadcaster
+
+	mu        sync.Mutex
+	stack     *fakegpu.Stack
+	stackErr  error
+	configKey string // identity of the inputs the stack was built from
+}
+
+// New builds a controller for the cluster at rc.
+func New(rc *rest.Config, opt Options) (*Controller, error) {
+	if opt.Namespace == "" {
+		opt.Namespace = "gpu-operator"
+	}
+	if opt.MIGReconfigureDelay == 0 {
+		opt.MIGReconfigureDelay = 500 * time.Millisecond
+	}
+	if opt.Log == nil {
+		opt.Log = func(string, ...any) {}
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{opt: opt, client: cs, dyn: dyn}
+	c.factory = informers.NewSharedInformerFactory(cs, 0)
+	c.nsFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(opt.Namespace))
+	c.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
+	c.nodes = c.factory.Core().V1().Nodes().Informer()
+	c.pods = c.factory.Core().V1().Pods().Informer()
+	if err := c.pods.AddIndexers(cache.Indexers{"spec.nodeName": func(obj any) ([]string, error) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}, nil
+		}
+		return nil, nil
+	}}); err != nil {
+		return nil, err
+	}
+	c.rcs = c.factory.Node().V1().RuntimeClasses().Informer()
+	c.configMaps = c.nsFactory.Core().V1().ConfigMaps().Informer()
+	c.policies = c.dynFactory.ForResource(ClusterPolicies).Informer()
+
+	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-nodes"})
+	c.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-pods"})
+	c.broadcast = record.NewBroadcaster()
+	c.broadcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	c.recorder = c.broadcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "fakegpu-device-plugin"})
+
+	enqueueNode := func(obj any) {
+		if n, ok := obj.(*corev1.Node); ok {
+			c.nodeQueue.Add(n.Name)
+		}
+	}
+	c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueNode,
+		UpdateFunc: func(_, obj any) { enqueueNode(obj) },
+	})
+	configChanged := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.configChanged() },
+		UpdateFunc: func(any, any) { c.configChanged() },
+		DeleteFunc: func(any) { c.configChanged() },
+	}
+	c.configMaps.AddEventHandler(configChanged)
+	c.policies.AddEventHandler(configChanged)
+	enqueuePod := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			c.podQueue.Add(p.Namespace + "/" + p.Name)
+		}
+	}
+	c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueuePod,
+		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+	})
+	return c, nil
+}
+
+// Start runs the informers and workers until ctx ends, and returns once the
+// caches have synced.
+func (c *Controller) Start(ctx context.Context) error {
+	c.factory.Start(ctx.Done())
+	c.nsFactory.Start(ctx.Done())
+	c.dynFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced) {
+		return fmt.Errorf("fakegpu controller: caches did not sync: %w", ctx.Err())
+	}
+	c.configChanged()
+	go func() {
+		<-ctx.Done()
+		c.nodeQueue.ShutDown()
+		c.podQueue.ShutDown()
+		c.broadcast.Shutdown()
+	}()
+	go c.work(ctx, c.nodeQueue, c.reconcileNode)
+	go c.work(ctx, c.nodeQueue, c.reconcileNode)
+	go c.work(ctx, c.podQueue, c.reconcilePod)
+	return nil
+}
+
+func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], reconcile func(context.Context, string) (time.Duration, error)) {
+	for {
+		key, shutdown := q.Get()
+		if shutdown {
+			return
+		}
+		after, err := reconcile(ctx, key)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.opt.Log("fakegpu: %s: %v", key, err)
+			q.AddRateLimited(key)
+		case after > 0:
+			q.Forget(key)
+			q.AddAfter(key, after)
+		default:
+			q.Forget(key)
+		}
+		q.Done(key)
+	}
+}
+
+// configChanged rebuilds the stack from the ClusterPolicy and ConfigMaps
+// and requeues every node.
+func (c *Controller) configChanged() {
+	var objs []*unstructured.Unstructured
+	keys := []string{}
+	for _, o := range c.policies.GetStore().List() {
+		u := o.(*unstructured.Unstructured)
+		objs = append(objs, u)
+		keys = append(keys, "cp/"+u.GetName()+"@"+u.GetResourceVersion())
+	}
+	for _, o := range c.configMaps.GetStore().List() {
+		cm := o.(*corev1.ConfigMap)
+		u, err := toUnstructured(cm, "ConfigMap")
+		if err != nil {
+			continue
+		}
+		objs = append(objs, u)
+		keys = append(keys, "cm/"+cm.Name+"@"+cm.ResourceVersion)
+	}
+	sort.Strings(keys)
+	stack, err := fakegpu.StackFromObjects(objs, c.opt.DefaultMIGParted)
+	c.mu.Lock()
+	c.stack, c.stackErr = stack, err
+	c.configKey = fmt.Sprint(keys)
+	c.mu.Unlock()
+	if err != nil {
+		c.opt.Log("fakegpu: GPU Operator config is invalid: %v", err)
+	}
+	for _, n := range c.nodes.GetStore().ListKeys() {
+		c.nodeQueue.Add(n)
+	}
+}
+
+func (c *Controller) currentStack() (*fakegpu.Stack, string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stack, c.configKey, c.stackErr
+}
+
+// Synced reports whether every GPU node has been reconciled against the
+// current configuration and no MIG reconfiguration is in progress.
+func (c *Controller) Synced() (bool, string) {
+	_, key, _ := c.currentStack()
+	hash := configHash(key)
+	total, behind := 0, 0
+	for _, o := range c.nodes.GetStore().List() {
+		n := o.(*corev1.Node)
+		if _, ok := n.Annotations[fakegpu.AnnotationSKU]; !ok {
+			continue
+		}
+		total++
+		if n.Annotations[fakegpu.AnnotationObservedConfig] != hash || n.Labels[fakegpu.LabelMIGConfigState] == fakegpu.MIGStatePending {
+			behind++
+		}
+	}
+	return behind == 0, fmt.Sprintf("%d of %d GPU nodes reconciled against the current GPU Operator config", total-behind, total)
+}
+
+// toUnstructured converts a typed object from an informer (whose TypeMeta
+// is empty) for StackFromObjects, which matches on kind.
+func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetKind(kind)
+	return u, nil
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+func mergePatch(ctx context.Context, cs kubernetes.Interface, node string, patch map[string]any, subresources ...string) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}, subresources...)
+	return err
+}

@@ -1,0 +1,273 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// reconcilePod plays the kubelet for GPU pods bound to simulated GPU
+// nodes: it judges every pod on the pod's node (memory on a shared GPU
+// depends on the neighbours) and applies the verdicts not yet applied.
+func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duration, error) {
+	obj, exists, err := c.pods.GetStore().GetByKey(key)
+	if err != nil || !exists {
+		return 0, err
+	}
+	pod := obj.(*corev1.Pod)
+	nobj, exists, err := c.nodes.GetStore().GetByKey(pod.Spec.NodeName)
+	if err != nil || !exists {
+		return 0, err
+	}
+	node := nobj.(*corev1.Node)
+	inv, isGPU, err := fakegpu.Inventory(node.Annotations)
+	if !isGPU || err != nil {
+		return 0, nil
+	}
+	stack, _, stackErr := c.currentStack()
+	if stackErr != nil {
+		return 0, nil
+	}
+	onNode, err := c.pods.GetIndexer().ByIndex("spec.nodeName", node.Name)
+	if err != nil {
+		onNode = c.podsOnNodeSlow(node.Name)
+	}
+	var gpuPods []fakegpu.GPUPod
+	created := map[string]int64{}
+	byKey := map[string]*corev1.Pod{}
+	for _, o := range onNode {
+		p := o.(*corev1.Pod)
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || alreadyJudged(p, fakegpu.OutcomeOOMKilled) {
+			continue
+		}
+		gp := c.gpuPod(p)
+		gpuPods = append(gpuPods, gp)
+		created[gp.Key] = p.CreationTimestamp.UnixNano()
+		byKey[gp.Key] = p
+	}
+	fakegpu.SortPods(gpuPods, created)
+	capacity := map[string]int64{}
+	for name, q := range node.Status.Capacity {
+		if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
+			capacity[string(name)] = q.Value()
+		}
+	}
+	verdicts := stack.Kubelet(node.Name, node.Labels, capacity, inv, gpuPods)
+	now := time.Now().UnixNano()
+	for i, gp := range gpuPods { // in arrival order, so allocation times keep it
+		k, v := gp.Key, verdicts[gp.Key]
+		p := byKey[k]
+		if p == nil {
+			continue
+		}
+		if len(v.Devices) > 0 && p.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
+			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+				fakegpu.AnnotationVisibleDevices: strings.Join(v.Devices, ","),
+				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(now+int64(i), 10),
+			}}}
+			b, _ := json.Marshal(patch)
+			if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}); err != nil {
+				return 0, ignoreNotFound(err)
+			}
+		}
+		if v.Outcome == fakegpu.OutcomeRunning || alreadyJudged(p, v.Outcome) {
+			continue
+		}
+		// A running container can crash or be OOMKilled only once kwok has
+		// started it; judged earlier, kwok's pod-ready stage would
+		// overwrite the verdict. The pod's next update requeues it.
+		if v.Outcome != fakegpu.OutcomeAdmissionRejected && p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		if err := c.applyVerdict(ctx, p, v); err != nil {
+			return 0, ignoreNotFound(err)
+		}
+		c.opt.Log("fakegpu: pod %s on %s: %s", k, node.Name, v.Outcome)
+	}
+	return 0, nil
+}
+
+func (c *Controller) podsOnNodeSlow(node string) []any {
+	var out []any
+	for _, o := range c.pods.GetStore().List() {
+		if o.(*corev1.Pod).Spec.NodeName == node {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func (c *Controller) gpuPod(p *corev1.Pod) fakegpu.GPUPod {
+	gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Limits: map[string]int64{}}
+	for _, ctr := range p.Spec.Containers {
+		for name, q := range ctr.Resources.Limits {
+			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
+				gp.Limits[string(name)] += q.Value()
+			}
+		}
+	}
+	if rc := p.Spec.RuntimeClassName; rc != nil {
+		if o, ok, _ := c.rcs.GetStore().GetByKey(*rc); ok {
+			gp.RuntimeHandler = handlerOf(o)
+		}
+	}
+	if v, err := strconv.ParseInt(p.Annotations[fakegpu.AnnotationGPUMemory], 10, 64); err == nil {
+		gp.MemoryMiB = v
+	}
+	if d := p.Annotations[fakegpu.AnnotationVisibleDevices]; d != "" {
+		gp.Devices = strings.Split(d, ",")
+		gp.AllocatedAt, _ = strconv.ParseInt(p.Annotations[fakegpu.AnnotationAllocatedAt], 10, 64)
+	}
+	return gp
+}
+
+// alreadyJudged reports whether the pod's status already shows the outcome.
+func alreadyJudged(p *corev1.Pod, outcome string) bool {
+	switch outcome {
+	case fakegpu.OutcomeAdmissionRejected:
+		return p.Status.Phase == corev1.PodFailed && p.Status.Reason == outcome
+	case fakegpu.OutcomeNoGPUVisible:
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil && cs.State.Waiting.Reason == outcome {
+				return true
+			}
+		}
+	case fakegpu.OutcomeOOMKilled:
+		for _, cs := range p.Status.ContainerStatuses {
+			if (cs.State.Terminated != nil && cs.State.Terminated.Reason == outcome) || (cs.LastTerminationState.Terminated != nil && cs.LastTerminationState.Terminated.Reason == outcome) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// applyVerdict writes the pod status a real kubelet would report.
+func (c *Controller) applyVerdict(ctx context.Context, p *corev1.Pod, v fakegpu.Verdict) error {
+	now := metav1.Now()
+	status := p.Status.DeepCopy()
+	switch v.Outcome {
+	case fakegpu.OutcomeAdmissionRejected:
+		// Kubelet admission: the pod never starts and is not retried.
+		status.Phase, status.Reason, status.Message = corev1.PodFailed, v.Outcome, v.Message
+		status.ContainerStatuses = nil
+		setCondition(status, corev1.PodReady, corev1.ConditionFalse, v.Outcome, now)
+	case fakegpu.OutcomeNoGPUVisible:
+		status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
+			cs.Ready, cs.Started = false, ptr(false)
+			cs.RestartCount++
+			cs.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: v.Message, FinishedAt: now}}
+			cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: v.Outcome, Message: "back-off restarting failed container: " + v.Message}}
+		})
+		setCondition(status, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", now)
+		setCondition(status, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady", now)
+	case fakegpu.OutcomeOOMKilled:
+		term := &corev1.ContainerStateTerminated{ExitCode: 137, Reason: v.Outcome, Message: v.Message, FinishedAt: now}
+		restart := p.Spec.RestartPolicy != corev1.RestartPolicyNever
+		status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
+			cs.Ready = false
+			if restart {
+				cs.RestartCount++
+				cs.LastTerminationState = corev1.ContainerState{Terminated: term}
+				cs.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off restarting OOMKilled container"}}
+			} else {
+				cs.State = corev1.ContainerState{Terminated: term}
+			}
+		})
+		if !restart {
+			status.Phase = corev1.PodFailed
+		}
+		setCondition(status, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady", now)
+	default:
+		return nil
+	}
+	p = p.DeepCopy()
+	p.Status = *status
+	_, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"})
+	return err
+}
+
+// failPodsOnRepartition marks GPU pods on a node whose MIG layout changed
+// under them as failed: their devices are gone. The MIG manager does not
+// evict (MP: mig-manager), so this is what a missing drain costs.
+func (c *Controller) failPodsOnRepartition(ctx context.Context, node *corev1.Node, from, to string) error {
+	pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node.Name).String()})
+	if err != nil {
+		return err
+	}
+	now := metav1.Now()
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || !anyGPULimit(p) {
+			continue
+		}
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Reason = "GPUDevicesRemoved"
+		p.Status.Message = fmt.Sprintf("the MIG layout of node %s changed from %s to %s while the pod ran; its GPU devices no longer exist", node.Name, from, to)
+		p.Status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
+			cs.Ready = false
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "GPUDevicesRemoved", Message: p.Status.Message, FinishedAt: now}}
+		})
+		setCondition(&p.Status, corev1.PodReady, corev1.ConditionFalse, "GPUDevicesRemoved", now)
+		if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"}); err != nil {
+			return ignoreNotFound(err)
+		}
+		c.recorder.Eventf(p, corev1.EventTypeWarning, "GPUDevicesRemoved", "%s", p.Status.Message)
+	}
+	return nil
+}
+
+func anyGPULimit(p *corev1.Pod) bool {
+	for _, ctr := range p.Spec.Containers {
+		for name, q := range ctr.Resources.Limits {
+			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// containerStatuses returns a status per container (creating missing
+// ones), each passed through edit.
+func containerStatuses(p *corev1.Pod, edit func(*corev1.ContainerStatus)) []corev1.ContainerStatus {
+	byName := map[string]corev1.ContainerStatus{}
+	for _, cs := range p.Status.ContainerStatuses {
+		byName[cs.Name] = cs
+	}
+	var out []corev1.ContainerStatus
+	for _, ctr := range p.Spec.Containers {
+		cs, ok := byName[ctr.Name]
+		if !ok {
+			cs = corev1.ContainerStatus{Name: ctr.Name, Image: ctr.Image}
+		}
+		edit(&cs)
+		out = append(out, cs)
+	}
+	return out
+}
+
+func setCondition(s *corev1.PodStatus, t corev1.PodConditionType, st corev1.ConditionStatus, reason string, now metav1.Time) {
+	for i := range s.Conditions {
+		if s.Conditions[i].Type == t {
+			if s.Conditions[i].Status != st {
+				s.Conditions[i].LastTransitionTime = now
+			}
+			s.Conditions[i].Status, s.Conditions[i].Reason = st, reason
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: t, Status: st, Reason: reason, LastTransitionTime: now})
+}
+
+func ptr[T any](v T) *T { return &v }

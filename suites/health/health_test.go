@@ -1,0 +1,108 @@
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+func TestPluginDownPodsPending(t *testing.T) {
+	c := checks.PluginDownPodsPending
+	var pool fleet.Pool
+	const podName = "while-plugin-down"
+	f := harness.Feature(c).
+		Assess("with the device plugin down on every node of a pool, a new GPU pod for it stays Pending naming the resource", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			pool = r.FirstPool(t, fleet.ModeExclusive)
+			res, err := r.IntendedResource(pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := setPluginDown(ctx, r, pool, true); err != nil {
+				t.Fatal(err)
+			}
+			pod, err := harness.WellFormedPod(ctx, r, c.ID, pool, podName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
+				t.Fatal(err)
+			}
+			if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+res); err != nil {
+				t.Error(err)
+			}
+			return ctx
+		}).
+		Assess("once the device plugin recovers, the pod is scheduled onto the pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			if err := setPluginDown(ctx, r, pool, false); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.ExpectOnPool(ctx, harness.Namespace(ctx), podName, pool.Name); err != nil {
+				t.Error(err)
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if pool.Name != "" {
+				if err := setPluginDown(ctx, harness.From(ctx), pool, false); err != nil {
+					t.Error(err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// setPluginDown simulates the device plugin pod on every node of the pool
+// crashing (or coming back), as deleting the DaemonSet's pods would.
+func setPluginDown(ctx context.Context, r *harness.Run, p fleet.Pool, down bool) error {
+	nodes, err := r.PoolNodes(ctx, p.Name, nil)
+	if err != nil {
+		return err
+	}
+	var value any
+	if down {
+		value = fakegpu.DevicePluginDown
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{fakegpu.AnnotationDevicePlugin: value}}})
+	for _, n := range nodes {
+		if _, err := r.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return err
+		}
+	}
+	res, want, err := r.Intended(p)
+	if err != nil {
+		return err
+	}
+	if down {
+		want = 0
+	}
+	// The kubelet notices a plugin going away (or coming back) on its own
+	// schedule; wait until every node's allocatable says so.
+	return wait.For(ctx, fmt.Sprintf("every node of pool %s to show %d allocatable %s", p.Name, want, res), 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		nodes, err := r.PoolNodes(ctx, p.Name, nil)
+		if err != nil {
+			return false, "", err
+		}
+		for _, n := range nodes {
+			if got := harness.Allocatable(&n, res); got != want {
+				return false, fmt.Sprintf("%s has %d", n.Name, got), nil
+			}
+		}
+		return true, "", nil
+	})
+}

@@ -1,0 +1,269 @@
+package mig
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+const reconfigureTimeout = 30 * time.Second
+
+func TestMIGRelabelIsADrain(t *testing.T) {
+	c := checks.MIGRelabelIsADrain
+	var (
+		pool     fleet.Pool
+		node     string
+		original string
+	)
+	f := harness.Feature(c).
+		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			pool = r.FirstPool(t, fleet.ModeMIG)
+			nodes, err := r.PoolNodes(ctx, pool.Name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, original = nodes[0].Name, nodes[0].Labels[fakegpu.LabelMIGConfig]
+			return ctx
+		}).
+		Assess("after cordon and drain, a new layout walks pending → success with operands paused and GPUs withdrawn, and fails no pod", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			other, _, err := r.Layouts(pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := runMIGPod(ctx, t, r, c.ID, pool, node, "drained")
+			// The platform's process: cordon, drain, relabel.
+			if err := cordon(ctx, r, node, true); err != nil {
+				t.Fatal(err)
+			}
+			if err := expect.DeletePods(ctx, r.Client, "gpupool.dev/check="+c.ID, pod.Namespace); err != nil {
+				t.Fatal(err)
+			}
+			seen := relabel(ctx, t, r, pool, node, other)
+			if !seen.paused {
+				t.Errorf("node %s never showed state pending with %s=%s and its GPUs withdrawn while the layout changed; saw: %s",
+					node, fakegpu.LabelDeployDevicePlugin, fakegpu.PausedForMIGChange, seen.trace())
+			}
+			if failed := failedGPUPods(ctx, t, r, node); len(failed) > 0 {
+				t.Errorf("GPU pods failed on a drained node: %s", strings.Join(failed, "; "))
+			}
+			if err := cordon(ctx, r, node, false); err != nil {
+				t.Fatal(err)
+			}
+			relabel(ctx, t, r, pool, node, original)
+			return ctx
+		}).
+		Assess("relabelling a busy node without a drain fails its GPU pods, and the check says so", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			other, _, err := r.Layouts(pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := runMIGPod(ctx, t, r, c.ID, pool, node, "busy")
+			relabel(ctx, t, r, pool, node, other)
+			got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "fail: its MIG devices were removed", reconfigureTimeout, func(p *corev1.Pod) (bool, string) {
+				return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "GPUDevicesRemoved", expect.Describe(p)
+			})
+			if err != nil {
+				t.Errorf("%v: a pod whose MIG devices were repartitioned away kept running", err)
+			} else {
+				t.Logf("reported: %s", got.Status.Message)
+			}
+			relabel(ctx, t, r, pool, node, original)
+			return ctx
+		}).
+		Assess("a layout the GPU cannot take ends in state failed and keeps the old layout", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			_, unfit, err := r.Layouts(pool)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			setLayout(ctx, t, r, node, unfit)
+			err = wait.For(ctx, fmt.Sprintf("node %s to report %s=%s for layout %s", node, fakegpu.LabelMIGConfigState, fakegpu.MIGStateFailed, unfit), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+				n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				st := n.Labels[fakegpu.LabelMIGConfigState]
+				return st == fakegpu.MIGStateFailed, "state " + st, nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			after, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(gpuAllocatable(before)) != fmt.Sprint(gpuAllocatable(after)) {
+				t.Errorf("a failed reconfiguration changed what node %s advertises: %v → %v", node, gpuAllocatable(before), gpuAllocatable(after))
+			}
+			relabel(ctx, t, r, pool, node, original)
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if node == "" {
+				return ctx
+			}
+			r := harness.From(ctx)
+			_ = cordon(ctx, r, node, false)
+			relabel(ctx, t, r, pool, node, original)
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// runMIGPod starts a well-formed MIG pod on node and waits until it runs
+// with its devices.
+func runMIGPod(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.Pool, node, name string) *corev1.Pod {
+	t.Helper()
+	pod, err := harness.WellFormedPod(ctx, r, check, p, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Spec.NodeSelector["kubernetes.io/hostname"] = node
+	if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with its MIG device", reconfigureTimeout, func(p *corev1.Pod) (bool, string) {
+		return p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "", expect.Describe(p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// observed is what a watch on the node saw during a relabel.
+type observed struct {
+	mu     sync.Mutex
+	steps  []string
+	paused bool // pending, operands paused and GPUs withdrawn, all at once
+}
+
+func (o *observed) trace() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return strings.Join(o.steps, " → ")
+}
+
+// relabel sets the node's MIG layout and waits until the node advertises
+// it, recording the states it passes through.
+func relabel(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool, node, layout string) *observed {
+	t.Helper()
+	want, err := r.LayoutAdvertisement(p, layout)
+	if err != nil {
+		t.Fatalf("layout %s: %v", layout, err)
+	}
+	obs := &observed{}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := r.Client.CoreV1().Nodes().Watch(wctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if !ok {
+				continue
+			}
+			st := n.Labels[fakegpu.LabelMIGConfigState]
+			alloc := gpuAllocatable(n)
+			obs.mu.Lock()
+			step := fmt.Sprintf("%s %s=%s %v", st, "device-plugin", n.Labels[fakegpu.LabelDeployDevicePlugin], alloc)
+			if len(obs.steps) == 0 || obs.steps[len(obs.steps)-1] != step {
+				obs.steps = append(obs.steps, step)
+			}
+			if st == fakegpu.MIGStatePending && n.Labels[fakegpu.LabelDeployDevicePlugin] == fakegpu.PausedForMIGChange && allZero(alloc) {
+				obs.paused = true
+			}
+			obs.mu.Unlock()
+		}
+	}()
+	setLayout(ctx, t, r, node, layout)
+	err = wait.For(ctx, fmt.Sprintf("node %s to apply MIG layout %s and advertise %v", node, layout, want), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		got := gpuAllocatable(n)
+		ok := n.Labels[fakegpu.LabelMIGConfigState] == fakegpu.MIGStateSuccess && fmt.Sprint(got) == fmt.Sprint(want) && n.Labels[fakegpu.LabelDeployDevicePlugin] == "true"
+		return ok, fmt.Sprintf("state %s, advertises %v", n.Labels[fakegpu.LabelMIGConfigState], got), nil
+	})
+	cancel()
+	<-done
+	if err != nil {
+		t.Errorf("%v (went through: %s)", err, obs.trace())
+	}
+	return obs
+}
+
+func setLayout(ctx context.Context, t *testing.T, r *harness.Run, node, layout string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{fakegpu.LabelMIGConfig: layout}}})
+	if _, err := r.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func cordon(ctx context.Context, r *harness.Run, node string, on bool) error {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
+	_, err := r.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func failedGPUPods(ctx context.Context, t *testing.T, r *harness.Run, node string) []string {
+	pods, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodFailed {
+			out = append(out, p.Namespace+"/"+p.Name+": "+p.Status.Message)
+		}
+	}
+	return out
+}
+
+func gpuAllocatable(n *corev1.Node) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range n.Status.Allocatable {
+		if strings.HasPrefix(string(k), fakegpu.LabelPrefix) {
+			out[string(k)] = v.Value()
+		}
+	}
+	return out
+}
+
+func allZero(m map[string]int64) bool {
+	for _, v := range m {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
