@@ -12,7 +12,7 @@ GPUPOOL_FLAGS ?=
 BIN := bin/gpupool
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
-.PHONY: all build control-plane gpupool conformance test test-unit test-suites test-e2e vet clean down help
+.PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e vet clean down help
 
 all: build
 
@@ -33,11 +33,16 @@ build: control-plane gpupool
 conformance: build
 	$(BIN) run $(RUN_FLAGS)
 
-test: test-unit test-suites test-e2e
+## Proof that every check can fail: each broken candidate must fail exactly
+## the checks its candidate.yaml lists; prints the mutation score.
+mutants: build
+	$(BIN) mutants
+
+test: test-unit test-suites test-e2e mutants
 
 vet:
 	$(GO) vet ./...
-	cd hack/tools && $(GO) vet ./...
+	$(GO) vet -tags e2e ./cmd/gpupool
 
 ## Pure packages: no cluster, no binaries.
 test-unit: vet

@@ -2,6 +2,7 @@ package fakegpu
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -206,4 +207,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// ParseMIGPartedConfigMap reads a ConfigMap manifest holding a mig-parted
+// config under data["config.yaml"], as the GPU Operator ships and mounts it.
+func ParseMIGPartedConfigMap(manifest []byte) (*MIGPartedConfig, error) {
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(manifest, &cm); err != nil {
+		return nil, fmt.Errorf("malformed ConfigMap: %w", err)
+	}
+	doc, ok := cm.Data["config.yaml"]
+	if !ok {
+		return nil, fmt.Errorf("data[config.yaml]: required by the MIG manager")
+	}
+	cfg, err := ParseMIGPartedConfig([]byte(doc))
+	if err != nil {
+		return nil, fmt.Errorf("data[config.yaml]: %w", err)
+	}
+	return cfg, nil
+}
+
+// LoadMIGPartedConfigMap reads ParseMIGPartedConfigMap's input from a file;
+// errors name the file.
+func LoadMIGPartedConfigMap(path string) (*MIGPartedConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseMIGPartedConfigMap(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
 }

@@ -82,9 +82,13 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 			set(LabelMIGConfig, desired) // GO labels MIG-capable nodes that lack one
 		}
 		switch {
-		case desired == migLayout:
+		case desired == migLayout || s.sameMIGState(inv, migLayout, desired):
+			// Already applied (a fresh node's GPUs have MIG disabled, which
+			// is what all-disabled asks): success at once, nothing paused.
 			set(LabelMIGConfigState, MIGStateSuccess)
 			d.Annotations[AnnotationMIGFailed] = ""
+			d.Annotations[AnnotationMIGApplied] = desired
+			migLayout = desired
 		case obs.Annotations[AnnotationMIGFailed] == desired:
 			set(LabelMIGConfigState, MIGStateFailed) // tried and failed; wait for a new label
 		default:
@@ -167,6 +171,29 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 		d.Remove = append(d.Remove, k)
 	}
 	return d
+}
+
+// sameMIGState reports whether layout b leaves the GPUs as layout a does
+// ("" being GPUs never configured: MIG disabled).
+func (s *Stack) sameMIGState(inv NodeInventory, a, b string) bool {
+	state := func(layout string) ([]GPUState, bool) {
+		if layout == "" {
+			return make([]GPUState, inv.Count), true
+		}
+		g, err := s.MIGParted.Apply(layout, inv.SKU, inv.Count)
+		return g, err == nil
+	}
+	ga, okA := state(a)
+	gb, okB := state(b)
+	if !okA || !okB || len(ga) != len(gb) {
+		return false
+	}
+	for i := range ga {
+		if ga[i].MIGEnabled != gb[i].MIGEnabled || fmt.Sprint(ga[i].Devices) != fmt.Sprint(gb[i].Devices) {
+			return false
+		}
+	}
+	return true
 }
 
 // stackOwnedLabel tells the labels GFD and the MIG manager write from the

@@ -7,6 +7,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -23,10 +24,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -121,11 +126,12 @@ func TestReferenceCandidatePasses(t *testing.T) {
 	assertNothingLeft(t, r.state, "")
 }
 
-// Every broken candidate must fail exactly the checks its candidate.yaml
-// lists under spec.breaks, each with a message, and pass the rest.
-func TestBrokenCandidatesFailExactlyTheirChecks(t *testing.T) {
-	dirs, _ := filepath.Glob(filepath.Join(repoRoot, "manifests", "candidates", "broken-*"))
-	require.NotEmpty(t, dirs)
+// The reference without its admission policy fails exactly the admission
+// checks, each with a message saying what was expected and what happened.
+// (`gpupool mutants`, run by `make mutants`, does this for every broken
+// candidate.)
+func TestBrokenCandidateFailsExactlyItsChecks(t *testing.T) {
+	dirs := []string{filepath.Join(repoRoot, "manifests", "candidates", "broken-no-admission-policy")}
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			c, err := candidate.Load(dir)
@@ -143,6 +149,11 @@ func TestBrokenCandidatesFailExactlyTheirChecks(t *testing.T) {
 			want := append([]string(nil), c.Meta.Spec.Breaks...)
 			sort.Strings(want)
 			assert.Equal(t, want, failedChecks(t, s))
+			for _, ch := range s.Checks {
+				if ch.Result != "pass" {
+					assert.Regexp(t, `expected .* but `, ch.Message, "check %s must say what was expected and what happened", ch.ID)
+				}
+			}
 			assertNothingLeft(t, r.state, "")
 		})
 	}
@@ -324,4 +335,73 @@ func TestKilledRunIsCleanedByTheNext(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "removing cluster "+filepath.Base(clusters[0])+" left by a run that is gone")
 	assertNothingLeft(t, state, "")
+}
+
+// The simulated GPU Operator follows the live cluster: a ConfigMap edit or a
+// node label changes what nodes advertise, level-based, without a restart.
+func TestGPUStackFollowsLiveConfig(t *testing.T) {
+	state := t.TempDir()
+	cmd := exec.Command(gpupoolBin, "up")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		assertNothingLeft(t, state, "")
+	}()
+	var kubeconfig string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "KUBECONFIG="); i >= 0 {
+			kubeconfig = strings.TrimSpace(sc.Text()[i+len("KUBECONFIG="):])
+			break
+		}
+	}
+	require.NotEmpty(t, kubeconfig, "gpupool up never reported the cluster up")
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	cs, err := kubernetes.NewForConfig(rc)
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	shared := func(node string) int64 {
+		n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		require.NoError(t, err)
+		q := n.Status.Allocatable["nvidia.com/gpu.shared"]
+		return q.Value()
+	}
+	require.Equal(t, int64(4), shared("gpu-l4-shared-0"))
+
+	// Time-slicing replicas 4 → 2 in the candidate's ConfigMap.
+	cm, err := cs.CoreV1().ConfigMaps("gpu-operator").Get(ctx, "device-plugin-config", metav1.GetOptions{})
+	require.NoError(t, err)
+	cm.Data["l4-timeslice-4"] = strings.Replace(cm.Data["l4-timeslice-4"], "replicas: 4", "replicas: 2", 1)
+	start := time.Now()
+	_, err = cs.CoreV1().ConfigMaps("gpu-operator").Update(ctx, cm, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	require.NoError(t, wait.For(ctx, "L4 nodes to advertise 2 nvidia.com/gpu.shared", 10*time.Second, func(context.Context) (bool, string, error) {
+		got := shared("gpu-l4-shared-3")
+		return got == 2, fmt.Sprint(got), nil
+	}))
+	t.Logf("replicas change reflected on the nodes after %s", time.Since(start).Round(time.Millisecond))
+
+	// A node label naming a config key that does not exist takes the plugin
+	// down on that node, and an event says why.
+	patch := []byte(`{"metadata":{"labels":{"nvidia.com/device-plugin.config":"no-such-key"}}}`)
+	_, err = cs.CoreV1().Nodes().Patch(ctx, "gpu-l4-shared-1", types.MergePatchType, patch, metav1.PatchOptions{})
+	require.NoError(t, err)
+	require.NoError(t, wait.For(ctx, "gpu-l4-shared-1 to drop its GPUs and say why", 10*time.Second, func(ctx context.Context) (bool, string, error) {
+		evs, err := cs.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=gpu-l4-shared-1,reason=DevicePluginDown"})
+		if err != nil {
+			return false, "", err
+		}
+		said := false
+		for _, e := range evs.Items {
+			said = said || strings.Contains(e.Message, "specified config no-such-key does not exist")
+		}
+		return shared("gpu-l4-shared-1") == 0 && said, fmt.Sprintf("allocatable %d, %d events", shared("gpu-l4-shared-1"), len(evs.Items)), nil
+	}))
 }

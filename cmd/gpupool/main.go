@@ -19,6 +19,7 @@ const usage = `gpupool checks a Kubernetes GPU pool contract.
 Usage:
   gpupool run    [flags]   bring up a cluster, install the candidate, run the suites, report, tear down
   gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
+  gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
   gpupool down             remove every cluster gpupool left on this machine
   gpupool checks           list the contract checks
 
@@ -46,6 +47,8 @@ func main() {
 		err = upCmd(ctx, args)
 	case "down":
 		err = downCmd(ctx, args)
+	case "mutants":
+		err = mutantsCmd(ctx, args)
 	case "checks":
 		err = checksCmd(args)
 	case "-h", "--help", "help":

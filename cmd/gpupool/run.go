@@ -45,75 +45,100 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	started := time.Now()
-	runID := harness.NewRunName()
-
 	// 1. Everything that can be checked without a cluster.
 	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
 	if err != nil {
 		return err
 	}
+	runID := harness.NewRunName()
 	out := f.out
 	if out == "" {
 		out = filepath.Join(root, "reports", "out", runID)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return err
 	}
 	work, err := os.MkdirTemp("", "gpupool-run-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(work)
-	logf("run %s: candidate %s, fleet %s", runID, plan.Candidate.Dir, plan.Fleet.File)
-
 	// 2. Build the suites before starting anything, so a compile error
 	// costs no cluster.
 	suites, err := buildSuites(ctx, root, f.suites, work)
 	if err != nil {
 		return err
 	}
-
-	// 3. Cluster, fleet, candidate. Down runs whatever happens next.
-	provider, err := harness.EmbeddedProvider(runID)
+	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep})
 	if err != nil {
 		return err
 	}
+	s.PrintTable(os.Stdout)
+	fmt.Printf("reports: %s\n", out)
+	switch {
+	case s.Result == "pass":
+		return nil
+	case len(s.Checks) == 0:
+		return exitError{2} // setup failed: no suite ran
+	}
+	return exitError{1}
+}
+
+// runSpec is one run: a validated plan, built suites, where reports go.
+type runSpec struct {
+	id     string
+	plan   *harness.Plan
+	suites []suite
+	out    string
+	keep   bool
+}
+
+// execute brings up a cluster for the plan, runs the suites against it,
+// writes the reports and removes the cluster, whatever happens.
+func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
+	started := time.Now()
+	if err := os.MkdirAll(spec.out, 0o755); err != nil {
+		return nil, err
+	}
+	plan := spec.plan
+	logf("run %s: candidate %s, fleet %s", spec.id, plan.Candidate.Dir, plan.Fleet.File)
+	provider, err := harness.EmbeddedProvider(spec.id)
+	if err != nil {
+		return nil, err
+	}
 	defer func() {
-		if f.keep && ctx.Err() == nil {
-			logf("cluster %s kept; remove it with 'gpupool down'", runID)
+		if spec.keep && ctx.Err() == nil {
+			logf("cluster %s kept; remove it with 'gpupool down'", spec.id)
 			return
 		}
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := provider.Down(dctx); err != nil {
-			logf("tearing down %s: %v", runID, err)
+			logf("tearing down %s: %v", spec.id, err)
 		} else {
-			logf("cluster %s removed", runID)
+			logf("cluster %s removed", spec.id)
 		}
 	}()
-	if f.keep {
+	if spec.keep {
 		provider.Detach()
 	}
 	summary := &reports.Summary{
-		RunID: runID, StartedAt: started, Provider: provider.Kind(),
+		RunID: spec.id, StartedAt: started, Provider: provider.Kind(),
 		Candidate: reports.Ref{Name: plan.Candidate.Name, Path: plan.Candidate.Dir},
 		Fleet:     reports.Ref{Name: plan.Fleet.Metadata.Name, Path: plan.Fleet.File},
 	}
 	r, err := harness.Up(ctx, plan, provider)
 	if err != nil {
 		summary.Errors = append(summary.Errors, "setup: "+err.Error())
-		return finish(summary, nil, out, started)
+		return summary, finish(summary, nil, spec.out, started)
 	}
+	defer r.Stop()
 	summary.Components = r.Cluster.Components
 
-	// 4. Suites, one binary at a time against the shared cluster.
-	events := filepath.Join(out, "events.json")
+	// Suites, one binary at a time against the shared cluster.
+	events := filepath.Join(spec.out, "events.json")
 	ef, err := os.Create(events)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for _, s := range suites {
+	for _, s := range spec.suites {
 		if err := runSuite(ctx, s, r, ef); err != nil {
 			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {
@@ -124,9 +149,9 @@ func runCmd(ctx context.Context, args []string) error {
 	ef.Close()
 	res, err := readEvents(events)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return finish(summary, res, out, started)
+	return summary, finish(summary, res, spec.out, started)
 }
 
 func finish(s *reports.Summary, res *reports.Results, out string, started time.Time) error {
@@ -140,19 +165,7 @@ func finish(s *reports.Summary, res *reports.Results, out string, started time.T
 	if err := s.Write(out); err != nil {
 		return err
 	}
-	if err := s.WriteJUnit(out); err != nil {
-		return err
-	}
-	s.PrintTable(os.Stdout)
-	fmt.Printf("reports: %s\n", out)
-	switch {
-	case s.Result == "pass":
-	case res == nil:
-		return exitError{2} // setup failed: no suite ran
-	default:
-		return exitError{1}
-	}
-	return nil
+	return s.WriteJUnit(out)
 }
 
 func checkInfo(id string) (reports.CheckInfo, bool) {

@@ -25,7 +25,7 @@ import (
 // loaded 2-core machine, and every wait ends as soon as the outcome shows.
 var (
 	AdmissionTimeout = 10 * time.Second
-	ScheduleTimeout  = 30 * time.Second
+	ScheduleTimeout  = 20 * time.Second
 )
 
 // Denied asserts that creating pod is refused at admission with a message

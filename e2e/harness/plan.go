@@ -10,9 +10,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
@@ -85,20 +82,7 @@ func DefaultMIGPartedConfig() (*fakegpu.MIGPartedConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var cm unstructured.Unstructured
-	if err := yaml.Unmarshal(data, &cm.Object); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	doc, _, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
-	cfg, err := fakegpu.ParseMIGPartedConfig([]byte(doc))
-	if err != nil {
-		return nil, fmt.Errorf("%s: data[config.yaml]: %w", path, err)
-	}
-	return cfg, nil
+	return fakegpu.LoadMIGPartedConfigMap(path)
 }
 
 // RepoRoot finds the gpupool module root from the working directory (go

@@ -96,6 +96,7 @@ func Up(ctx context.Context, plan *Plan, p cluster.Provider) (*Run, error) {
 		return nil, err
 	}
 	if err := r.Provision(ctx); err != nil {
+		r.Stop()
 		return nil, err
 	}
 	return r, nil

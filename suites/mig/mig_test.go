@@ -23,7 +23,7 @@ import (
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
-const reconfigureTimeout = 30 * time.Second
+const reconfigureTimeout = 15 * time.Second
 
 func TestMIGRelabelIsADrain(t *testing.T) {
 	c := checks.MIGRelabelIsADrain

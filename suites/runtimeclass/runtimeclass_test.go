@@ -35,7 +35,7 @@ func TestNVIDIARuntimeGivesGPU(t *testing.T) {
 				pods = append(pods, created)
 			}
 			for _, pod := range pods {
-				got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with GPU devices and stay up", 20*time.Second, func(p *corev1.Pod) (bool, string) {
+				got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with GPU devices and stay up", 10*time.Second, func(p *corev1.Pod) (bool, string) {
 					return p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "" && !waiting(p), expect.Describe(p)
 				})
 				if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // The simulated kubelet judges a pod within a second of kwok starting it.
-const kubeletTimeout = 20 * time.Second
+const kubeletTimeout = 10 * time.Second
 
 func TestExclusiveGPUsNotShared(t *testing.T) {
 	c := checks.ExclusiveGPUsNotShared
