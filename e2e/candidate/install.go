@@ -44,19 +44,24 @@ func NewApplier(rc *rest.Config) (*Applier, error) {
 
 // Install applies the candidate's objects in order. The first refusal
 // stops the install with an error that names the file, the document and
-// the apiserver's message.
-func (c *Candidate) Install(ctx context.Context, a *Applier) error {
+// the apiserver's message. It returns the resourceVersion each object got,
+// keyed "Kind/namespace/name", so a caller can wait for controllers to see them.
+func (c *Candidate) Install(ctx context.Context, a *Applier) (map[string]string, error) {
+	applied := map[string]string{}
 	for _, o := range c.Objects {
-		if err := a.Apply(ctx, o); err != nil {
-			return fmt.Errorf("candidate %s: %s: %w", c.Dir, o.Where(), err)
+		rv, err := a.Apply(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("candidate %s: %s: %w", c.Dir, o.Where(), err)
 		}
+		applied[o.GetKind()+"/"+o.GetNamespace()+"/"+o.GetName()] = rv
 	}
-	return nil
+	return applied, nil
 }
 
-// Apply server-side applies one object. A kind the apiserver does not know
-// yet (a CRD applied just before) is retried for a few seconds.
-func (a *Applier) Apply(ctx context.Context, o Object) error {
+// Apply server-side applies one object and returns its new
+// resourceVersion. A kind the apiserver does not know yet (a CRD applied
+// just before) is retried for a few seconds.
+func (a *Applier) Apply(ctx context.Context, o Object) (string, error) {
 	gvk := o.GroupVersionKind()
 	var mapping *meta.RESTMapping
 	err := wait.For(ctx, "the apiserver to serve "+gvk.String(), 15*time.Second, func(context.Context) (bool, string, error) {
@@ -69,11 +74,11 @@ func (a *Applier) Apply(ctx context.Context, o Object) error {
 		return err == nil, "", err
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	data, err := json.Marshal(o.Object)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var ri dynamic.ResourceInterface = a.dyn.Resource(mapping.Resource)
 	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
@@ -84,13 +89,13 @@ func (a *Applier) Apply(ctx context.Context, o Object) error {
 		ri = a.dyn.Resource(mapping.Resource).Namespace(ns)
 	}
 	force := true
-	_, err = ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
+	got, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) {
-			return fmt.Errorf("apiserver refused it: %s", se.ErrStatus.Message)
+			return "", fmt.Errorf("apiserver refused it: %s", se.ErrStatus.Message)
 		}
-		return err
+		return "", err
 	}
-	return nil
+	return got.GetResourceVersion(), nil
 }

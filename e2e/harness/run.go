@@ -38,6 +38,7 @@ type Run struct {
 	// a cluster someone else provisioned).
 	GPUStack *controller.Controller
 	stop     context.CancelFunc
+	applied  map[string]string // candidate objects → resourceVersion
 }
 
 // Stop ends what the run started in this process (the fakegpu controller).
@@ -137,9 +138,11 @@ func (r *Run) Provision(ctx context.Context) error {
 	r.FleetStats = stats
 	r.Log("fleet %s: %d nodes Ready in %s (%.0f nodes/s)", r.Fleet.Metadata.Name, stats.Nodes, stats.ReadyTime.Round(time.Millisecond), stats.NodesPerSec)
 	start = time.Now()
-	if err := r.Candidate.Install(ctx, applier); err != nil {
+	applied, err := r.Candidate.Install(ctx, applier)
+	if err != nil {
 		return err
 	}
+	r.applied = applied
 	r.Log("candidate %s: %d objects applied in %s", r.Candidate.Name, len(r.Candidate.Objects), time.Since(start).Round(time.Millisecond))
 	start = time.Now()
 	if err := r.WaitGPUStackSynced(ctx); err != nil {
@@ -176,7 +179,7 @@ func (r *Run) WaitGPUStackSynced(ctx context.Context) error {
 		return nil
 	}
 	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", time.Minute, func(context.Context) (bool, string, error) {
-		ok, seen := r.GPUStack.Synced()
+		ok, seen := r.GPUStack.Synced(r.applied)
 		return ok, seen, nil
 	})
 }
@@ -196,7 +199,7 @@ func (r *Run) installUpstreamCRDs(ctx context.Context, a *candidate.Applier) err
 	if err := yaml.Unmarshal(data, &u.Object); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := a.Apply(ctx, candidate.Object{Unstructured: &u, File: path, Doc: 1}); err != nil {
+	if _, err := a.Apply(ctx, candidate.Object{Unstructured: &u, File: path, Doc: 1}); err != nil {
 		return fmt.Errorf("installing %s: %w", path, err)
 	}
 	dyn, err := dynamic.NewForConfig(r.Cluster.REST)

@@ -12,11 +12,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -196,6 +199,23 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 // configChanged rebuilds the stack from the ClusterPolicy and ConfigMaps
 // and requeues every node.
 func (c *Controller) configChanged() {
+	objs, key := c.configObjects()
+	stack, err := fakegpu.StackFromObjects(objs, c.opt.DefaultMIGParted)
+	c.mu.Lock()
+	c.stack, c.stackErr = stack, err
+	c.configKey = key
+	c.mu.Unlock()
+	if err != nil {
+		c.opt.Log("fakegpu: GPU Operator config is invalid: %v", err)
+	}
+	for _, n := range c.nodes.GetStore().ListKeys() {
+		c.nodeQueue.Add(n)
+	}
+}
+
+// configObjects returns the GPU Operator objects in the informer caches and
+// a key that identifies their versions.
+func (c *Controller) configObjects() ([]*unstructured.Unstructured, string) {
 	var objs []*unstructured.Unstructured
 	keys := []string{}
 	for _, o := range c.policies.GetStore().List() {
@@ -213,17 +233,7 @@ func (c *Controller) configChanged() {
 		keys = append(keys, "cm/"+cm.Name+"@"+cm.ResourceVersion)
 	}
 	sort.Strings(keys)
-	stack, err := fakegpu.StackFromObjects(objs, c.opt.DefaultMIGParted)
-	c.mu.Lock()
-	c.stack, c.stackErr = stack, err
-	c.configKey = fmt.Sprint(keys)
-	c.mu.Unlock()
-	if err != nil {
-		c.opt.Log("fakegpu: GPU Operator config is invalid: %v", err)
-	}
-	for _, n := range c.nodes.GetStore().ListKeys() {
-		c.nodeQueue.Add(n)
-	}
+	return objs, fmt.Sprint(keys)
 }
 
 func (c *Controller) currentStack() (*fakegpu.Stack, string, error) {
@@ -234,8 +244,18 @@ func (c *Controller) currentStack() (*fakegpu.Stack, string, error) {
 
 // Synced reports whether every GPU node has been reconciled against the
 // current configuration and no MIG reconfiguration is in progress.
-func (c *Controller) Synced() (bool, string) {
+// observed names GPU Operator objects (kind/namespace/name → the
+// resourceVersion a client wrote) the caches must have caught up with first.
+func (c *Controller) Synced(observed map[string]string) (bool, string) {
+	for obj, rv := range observed {
+		if !c.hasObserved(obj, rv) {
+			return false, "the fakegpu controller has not seen " + obj + " yet"
+		}
+	}
 	_, key, _ := c.currentStack()
+	if _, cached := c.configObjects(); cached != key {
+		return false, "the fakegpu controller is rebuilding its view of the GPU Operator config"
+	}
 	hash := configHash(key)
 	total, behind := 0, 0
 	for _, o := range c.nodes.GetStore().List() {
@@ -277,4 +297,38 @@ func mergePatch(ctx context.Context, cs kubernetes.Interface, node string, patch
 	}
 	_, err = cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}, subresources...)
 	return err
+}
+
+// hasObserved reports whether the caches hold obj ("ClusterPolicy//name" or
+// "ConfigMap/namespace/name") at resourceVersion rv or later. Objects in
+// other namespaces than the controller's are not its business: true.
+func (c *Controller) hasObserved(obj, rv string) bool {
+	parts := strings.SplitN(obj, "/", 3)
+	if len(parts) != 3 {
+		return true
+	}
+	var store cache.Store
+	key := parts[2]
+	switch parts[0] {
+	case "ClusterPolicy":
+		store = c.policies.GetStore()
+	case "ConfigMap":
+		if parts[1] != c.opt.Namespace {
+			return true
+		}
+		store, key = c.configMaps.GetStore(), parts[1]+"/"+parts[2]
+	default:
+		return true
+	}
+	o, ok, err := store.GetByKey(key)
+	if err != nil || !ok {
+		return false
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return false
+	}
+	have, err1 := strconv.ParseUint(m.GetResourceVersion(), 10, 64)
+	want, err2 := strconv.ParseUint(rv, 10, 64)
+	return err1 != nil || err2 != nil || have >= want
 }
