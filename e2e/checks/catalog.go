@@ -5,7 +5,7 @@ package checks
 var (
 	PendingOnWrongResource = Register(Check{
 		ID: "pool.pending-on-wrong-resource", Area: AreaResourceNames,
-		Rule: "A pod must request the exact resource its pool advertises: nvidia.com/gpu on a MIG pool stays Pending (Insufficient nvidia.com/gpu); the pool's MIG resource schedules.",
+		Rule: "A pod must request the exact resource its pool advertises: nvidia.com/gpu on a MIG pool, or on a time-sliced pool that renames its replicas, stays Pending (Insufficient nvidia.com/gpu); the pool's MIG resource schedules.",
 	})
 	SKUIsolation = Register(Check{
 		ID: "pool.sku-isolation", Area: AreaSKUPools,
@@ -60,3 +60,9 @@ var (
 		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending with a reason naming the resource, and schedule once it recovers.",
 	})
 )
+
+// RuntimeClass plumbing the apiserver enforces.
+var RuntimeClassExistsNotDefault = Register(Check{
+	ID: "runtimeclass.exists-not-default", Area: AreaRuntimeClass,
+	Rule: "RuntimeClass nvidia exists with the NVIDIA handler and is not forced on every pod; a pod naming a RuntimeClass that does not exist is denied by the apiserver's RuntimeClass admission.",
+})

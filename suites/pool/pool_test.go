@@ -33,6 +33,32 @@ func TestResourceNames(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a pod limiting nvidia.com/gpu on a time-sliced pool that renames its replicas stays Pending: Insufficient nvidia.com/gpu", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			renamed := 0
+			for _, p := range r.Fleet.PoolsWithMode(fleet.ModeTimeSlicing) {
+				if d := p.Replicated(); d == nil || !d.RenameByDefault {
+					continue
+				}
+				renamed++
+				var domain *fleet.TrustDomain
+				if len(p.TrustDomains) > 0 {
+					domain = &p.TrustDomains[0]
+				}
+				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-whole-gpu").
+					ForPool(p, domain).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1)
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
+				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+fakegpu.ResourceGPU); err != nil {
+					t.Errorf("pool %s: %v", p.Name, err)
+				}
+			}
+			if renamed == 0 {
+				t.Skip("no time-sliced pool renames its replicas")
+			}
+			return ctx
+		}).
 		Assess("the same pod limiting the pool's MIG resource is scheduled onto the pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
 			for _, p := range migPools(t, r) {

@@ -6,11 +6,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -59,4 +61,40 @@ func waitingMessage(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+func TestRuntimeClassExistsNotDefault(t *testing.T) {
+	c := checks.RuntimeClassExistsNotDefault
+	f := harness.Feature(c).
+		Assess("RuntimeClass nvidia exists with handler nvidia", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			rc, err := r.Client.NodeV1().RuntimeClasses().Get(ctx, "nvidia", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("expected RuntimeClass nvidia, but: %v", err)
+			}
+			if rc.Handler != fakegpu.RuntimeHandler {
+				t.Errorf("expected RuntimeClass nvidia to use handler %q, but it uses %q", fakegpu.RuntimeHandler, rc.Handler)
+			}
+			return ctx
+		}).
+		Assess("a CPU pod that names no RuntimeClass is admitted without one", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			got, err := expect.Admitted(ctx, r.Client, workload.New(c.ID, harness.Namespace(ctx), "cpu-no-runtimeclass").Pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc := got.Spec.RuntimeClassName; rc != nil {
+				t.Errorf("expected no runtimeClassName on a CPU pod, but admission set %q", *rc)
+			}
+			return ctx
+		}).
+		Assess("a pod naming a RuntimeClass that does not exist is denied", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			pod := workload.New(c.ID, harness.Namespace(ctx), "missing-runtimeclass").RuntimeClass("gpupool-no-such-runtimeclass")
+			if err := expect.Denied(ctx, r.Client, pod.Pod, `RuntimeClass "gpupool-no-such-runtimeclass" not found`); err != nil {
+				t.Error(err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
 }
