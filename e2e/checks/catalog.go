@@ -66,3 +66,23 @@ var RuntimeClassExistsNotDefault = Register(Check{
 	ID: "runtimeclass.exists-not-default", Area: AreaRuntimeClass,
 	Rule: "RuntimeClass nvidia exists with the NVIDIA handler and is not forced on every pod; a pod naming a RuntimeClass that does not exist is denied by the apiserver's RuntimeClass admission.",
 })
+
+// The security floor.
+var (
+	TenantPodSecurityRestricted = Register(Check{
+		ID: "security.tenant-pod-security-restricted", Area: AreaSecurityFloor,
+		Rule: "Tenant namespaces enforce Pod Security restricted: a pod that is not restricted-compliant is denied there.",
+	})
+	PrivilegedOnlyInGPUOperator = Register(Check{
+		ID: "security.privileged-only-in-gpu-operator", Area: AreaSecurityFloor,
+		Rule: "Privileged and hostPID pods are denied everywhere except the gpu-operator namespace, where the Operator's operands need them.",
+	})
+	DefaultDenyNetworkPolicyObjects = Register(Check{
+		ID: "security.default-deny-networkpolicy-objects", Area: AreaSecurityFloor,
+		Rule: "Every GPU tenant namespace has a default-deny NetworkPolicy (all pods, Ingress and Egress, no rules). Inspects objects only: NetworkPolicy is not enforced on simulated nodes.",
+	})
+	GPUImagesPinned = Register(Check{
+		ID: "security.gpu-images-pinned", Area: AreaSecurityFloor,
+		Rule: "GPU pods must pin their images by digest: a GPU pod with a tag-only image is denied; the same pod pinned by digest is admitted.",
+	})
+)

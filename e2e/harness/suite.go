@@ -265,3 +265,25 @@ func (r *Run) Layouts(p fleet.Pool) (other, unfit string, err error) {
 	}
 	return other, unfit, nil
 }
+
+// TenantNamespaces lists the namespaces that belong to any trust domain of
+// the fleet (the tenants of the GPU pools).
+func (r *Run) TenantNamespaces(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range r.Fleet.Spec.Pools {
+		for _, d := range p.TrustDomains {
+			list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
+			if err != nil {
+				return nil, err
+			}
+			for _, ns := range list.Items {
+				if !seen[ns.Name] {
+					seen[ns.Name] = true
+					out = append(out, ns.Name)
+				}
+			}
+		}
+	}
+	return out, nil
+}

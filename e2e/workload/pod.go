@@ -104,3 +104,32 @@ func (p Pod) Without(selectorKey string) Pod {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Unrestricted drops the Pod Security "restricted" settings New adds, as
+// a tenant who never heard of them would write the pod.
+func (p Pod) Unrestricted() Pod {
+	p.Spec.SecurityContext = nil
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].SecurityContext = nil
+	}
+	return p
+}
+
+// Privileged makes the pod privileged with the host's PID namespace, as a
+// driver or node agent would run.
+func (p Pod) Privileged() Pod {
+	p = p.Unrestricted()
+	p.Spec.HostPID = true
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+	}
+	return p
+}
+
+// Image sets the image of every container.
+func (p Pod) Image(image string) Pod {
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Image = image
+	}
+	return p
+}

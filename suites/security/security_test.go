@@ -1,0 +1,139 @@
+package security
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/workload"
+)
+
+// operatorNamespace is where the GPU Operator's privileged operands run.
+const operatorNamespace = "gpu-operator"
+
+func tenants(ctx context.Context, t *testing.T, r *harness.Run) []string {
+	t.Helper()
+	ns, err := r.TenantNamespaces(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ns) == 0 {
+		t.Skip("the fleet has no trust domains, so no tenant namespaces to check")
+	}
+	return ns
+}
+
+func TestTenantPodSecurityRestricted(t *testing.T) {
+	c := checks.TenantPodSecurityRestricted
+	f := harness.Feature(c).
+		Assess("in every tenant namespace a pod that is not restricted-compliant is denied by Pod Security", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, ns := range tenants(ctx, t, r) {
+				pod := workload.New(c.ID, ns, "not-restricted").Unrestricted()
+				if err := expect.Denied(ctx, r.Client, pod.Pod, "violates PodSecurity \"restricted"); err != nil {
+					t.Errorf("namespace %s: %v", ns, err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestPrivilegedOnlyInGPUOperator(t *testing.T) {
+	c := checks.PrivilegedOnlyInGPUOperator
+	f := harness.Feature(c).
+		Assess("a privileged hostPID pod is denied in an ordinary namespace and in every tenant namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			nss, err := r.TenantNamespaces(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ns := range append([]string{harness.Namespace(ctx)}, nss...) {
+				pod := workload.New(c.ID, ns, "privileged").Privileged()
+				if err := expect.Denied(ctx, r.Client, pod.Pod, ""); err != nil {
+					t.Errorf("namespace %s: %v", ns, err)
+				}
+			}
+			return ctx
+		}).
+		Assess("the same pod is admitted in the gpu-operator namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			pod := workload.New(c.ID, operatorNamespace, "privileged-operand").Privileged()
+			if _, err := r.Client.CoreV1().Pods(operatorNamespace).Create(ctx, pod.Pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("expected a privileged operand to be admitted in %s, but: %v", operatorNamespace, err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestDefaultDenyNetworkPolicyObjects(t *testing.T) {
+	c := checks.DefaultDenyNetworkPolicyObjects
+	f := harness.Feature(c).
+		Assess("every tenant namespace has a NetworkPolicy that selects all pods and denies all ingress and egress", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for _, ns := range tenants(ctx, t, r) {
+				list, err := r.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				found := false
+				for _, np := range list.Items {
+					names = append(names, np.Name)
+					found = found || defaultDeny(&np)
+				}
+				if !found {
+					t.Errorf("expected a default-deny NetworkPolicy in tenant namespace %s, but it has none (NetworkPolicies: %v)", ns, names)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// defaultDeny: selects every pod, covers both directions, allows nothing.
+func defaultDeny(np *networkingv1.NetworkPolicy) bool {
+	if len(np.Spec.PodSelector.MatchLabels)+len(np.Spec.PodSelector.MatchExpressions) > 0 {
+		return false
+	}
+	types := map[networkingv1.PolicyType]bool{}
+	for _, pt := range np.Spec.PolicyTypes {
+		types[pt] = true
+	}
+	return types[networkingv1.PolicyTypeIngress] && types[networkingv1.PolicyTypeEgress] && len(np.Spec.Ingress) == 0 && len(np.Spec.Egress) == 0
+}
+
+func TestGPUImagesPinned(t *testing.T) {
+	c := checks.GPUImagesPinned
+	f := harness.Feature(c).
+		Assess("a GPU pod whose image is a tag is denied; pinned by digest it is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			p := r.FirstPool(t, fleet.ModeExclusive)
+			pod, err := harness.WellFormedPod(ctx, r, c.ID, p, "tagged")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tagged := workload.Pod{Pod: pod}.Image(strings.SplitN(workload.Image, "@", 2)[0])
+			if err := expect.Denied(ctx, r.Client, tagged.Pod, ""); err != nil {
+				t.Error(err)
+			}
+			pinned, err := harness.WellFormedPod(ctx, r, c.ID, p, "pinned")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Client.CoreV1().Pods(pinned.Namespace).Create(ctx, pinned, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("expected the digest-pinned GPU pod to be admitted, but: %v", err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
