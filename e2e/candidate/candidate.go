@@ -139,6 +139,11 @@ func Load(dir string) (*Candidate, error) {
 }
 
 func load(dir string, visiting map[string]bool) (*Candidate, error) {
+	// Resolve links so spec.base and spec.fleet are relative to the real
+	// directory, as a reader of the files would expect.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
 	abs, _ := filepath.Abs(dir)
 	if visiting[abs] {
 		return nil, fmt.Errorf("candidate %s: spec.base loops back to itself", dir)

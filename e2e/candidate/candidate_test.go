@@ -25,7 +25,11 @@ func TestReferenceCandidateLoadsInFileOrder(t *testing.T) {
 	assert.Equal(t, "reference", c.Name)
 	require.NotEmpty(t, c.Objects)
 	assert.Equal(t, "Namespace", c.Objects[0].GetKind(), "00-namespaces.yaml comes first")
-	assert.Equal(t, "ClusterPolicy", c.Objects[len(c.Objects)-1].GetKind())
+	index := map[string]int{}
+	for i, o := range c.Objects {
+		index[o.File] = i
+	}
+	assert.Less(t, index["40-device-plugin-config.yaml"], index["50-clusterpolicy.yaml"], "files apply in name order")
 	assert.Contains(t, c.FleetPath(), filepath.Join("fleets", "reference.yaml"))
 }
 

@@ -86,3 +86,9 @@ var (
 		Rule: "GPU pods must pin their images by digest: a GPU pod with a tag-only image is denied; the same pod pinned by digest is admitted.",
 	})
 )
+
+// GPUPodsOwnServiceAccount guards per-pod identity.
+var GPUPodsOwnServiceAccount = Register(Check{
+	ID: "security.gpu-pods-own-serviceaccount", Area: AreaSecurityFloor,
+	Rule: "GPU pods run under their own service account: a GPU pod under the namespace's default service account is denied; under its own it is admitted.",
+})

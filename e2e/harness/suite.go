@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -51,6 +52,9 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelCheck: c.ID}}}
 			if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating the check's namespace: %v", err)
+			}
+			if err := r.ensureServiceAccounts(ctx); err != nil {
+				t.Fatalf("creating the check pods' service account: %v", err)
 			}
 			return context.WithValue(ctx, namespaceKey{}, name)
 		}).
@@ -286,4 +290,23 @@ func (r *Run) TenantNamespaces(ctx context.Context) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ensureServiceAccounts creates the check pods' own service account in
+// every namespace that lacks it (tenant namespaces come from the candidate).
+func (r *Run) ensureServiceAccounts(ctx context.Context) error {
+	nss, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, ns := range nss.Items {
+		if ns.Status.Phase == corev1.NamespaceTerminating {
+			continue
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ServiceAccount, Namespace: ns.Name}}
+		if _, err := r.Client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s: %w", ns.Name, err)
+		}
+	}
+	return nil
 }

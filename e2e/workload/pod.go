@@ -17,6 +17,10 @@ const (
 	LabelCheck = "gpupool.dev/check"
 )
 
+// ServiceAccount is the identity check pods run as: their own, never the
+// namespace's default (the harness creates it in every namespace).
+const ServiceAccount = "gpupool-workload"
+
 // Image is pinned by digest, as a security floor requires of GPU pods. KWOK
 // nodes never pull it.
 const Image = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
@@ -32,6 +36,7 @@ func New(check, ns, name string) Pod {
 			Labels: map[string]string{LabelCheck: check},
 		},
 		Spec: corev1.PodSpec{
+			ServiceAccountName:            ServiceAccount,
 			TerminationGracePeriodSeconds: ptr(int64(0)),
 			// Pod Security "restricted" compliant, so tenant namespaces
 			// that enforce it admit check pods.
@@ -131,5 +136,11 @@ func (p Pod) Image(image string) Pod {
 	for i := range p.Spec.Containers {
 		p.Spec.Containers[i].Image = image
 	}
+	return p
+}
+
+// ServiceAccountName sets the pod's service account.
+func (p Pod) ServiceAccountName(name string) Pod {
+	p.Spec.ServiceAccountName = name
 	return p
 }

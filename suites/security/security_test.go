@@ -137,3 +137,28 @@ func TestGPUImagesPinned(t *testing.T) {
 		}).Feature()
 	testenv.Test(t, f)
 }
+
+func TestGPUPodsOwnServiceAccount(t *testing.T) {
+	c := checks.GPUPodsOwnServiceAccount
+	f := harness.Feature(c).
+		Assess("a GPU pod under the default service account is denied; under its own it is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			p := r.FirstPool(t, fleet.ModeExclusive)
+			pod, err := harness.WellFormedPod(ctx, r, c.ID, p, "default-identity")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := expect.Denied(ctx, r.Client, workload.Pod{Pod: pod}.ServiceAccountName("default").Pod, ""); err != nil {
+				t.Error(err)
+			}
+			own, err := harness.WellFormedPod(ctx, r, c.ID, p, "own-identity")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Client.CoreV1().Pods(own.Namespace).Create(ctx, own, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+				t.Errorf("expected a GPU pod under service account %s to be admitted, but: %v", own.Spec.ServiceAccountName, err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
