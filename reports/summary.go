@@ -64,6 +64,9 @@ type AssessmentResult struct {
 	Result   string  `json:"result"`
 	Duration float64 `json:"durationSeconds"`
 	Message  string  `json:"message,omitempty"`
+	// Log is what the assessment reported while passing (for example
+	// each Pending pod and the contract's reason for it).
+	Log []string `json:"log,omitempty"`
 }
 
 // Checks extracts check results: every second-level test whose name is a
@@ -89,7 +92,9 @@ func Checks(r *Results, lookup func(id string) (CheckInfo, bool)) []CheckResult 
 		}
 		for _, a := range r.Children(t.Package, t.Name) {
 			ar := AssessmentResult{Name: strings.ReplaceAll(a.Name[len(t.Name)+1:], "_", " "), Result: orUnknown(a.Result), Duration: a.Elapsed.Seconds()}
-			if a.Result != "pass" {
+			if a.Result == "pass" {
+				ar.Log = a.Output
+			} else {
 				ar.Message = strings.Join(a.Output, "\n")
 				if ar.Message != "" {
 					msgs = append(msgs, ar.Name+": "+ar.Message)

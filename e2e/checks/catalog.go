@@ -92,3 +92,9 @@ var GPUPodsOwnServiceAccount = Register(Check{
 	ID: "security.gpu-pods-own-serviceaccount", Area: AreaSecurityFloor,
 	Rule: "GPU pods run under their own service account: a GPU pod under the namespace's default service account is denied; under its own it is admitted.",
 })
+
+// PendingExplained: Pending is a pool-contract bug, or the contract explains it.
+var PendingExplained = Register(Check{
+	ID: "pending.explained-by-contract", Area: AreaPendingExplained,
+	Rule: "After a mixed GPU workload settles, every Pending GPU pod is explained by the pool contract (no pool advertises what it asks, its selector or tolerations match no pool, the pool advertises another resource, the pool is full, or its device plugin is down); the report lists each with its reason.",
+})

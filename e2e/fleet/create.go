@@ -84,11 +84,11 @@ func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateO
 		}
 		ready := 0
 		for i := range list.Items {
-			if NodeReady(&list.Items[i]) {
+			if NodeReady(&list.Items[i]) && !lifecycleTainted(&list.Items[i]) {
 				ready++
 			}
 		}
-		return ready >= want, fmt.Sprintf("%d of %d Ready", ready, want), nil
+		return ready >= want, fmt.Sprintf("%d of %d Ready and untainted by the node lifecycle controller", ready, want), nil
 	})
 	stats.ReadyTime = time.Since(start)
 	if stats.ReadyTime > 0 {
@@ -102,6 +102,18 @@ func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateO
 // capacity and allocatable, so the GPUs are there from the first watch event.
 func createNode(ctx context.Context, cs kubernetes.Interface, n *corev1.Node) (*corev1.Node, error) {
 	return cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: ManagedBy})
+}
+
+// lifecycleTainted reports whether the node still carries the taints the
+// apiserver's TaintNodesByCondition admission puts on every new node, which
+// keep all pods off it until the node lifecycle controller lifts them.
+func lifecycleTainted(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeReady reports whether the node's Ready condition is True.

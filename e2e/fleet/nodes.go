@@ -115,6 +115,14 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 				KubeletVersion: "fake", ContainerRuntimeVersion: "kwok",
 			},
 			Phase: corev1.NodeRunning,
+			// Born Ready: otherwise the node lifecycle controller taints a
+			// new node node.kubernetes.io/not-ready:NoSchedule and, with
+			// kwokctl's 25 s node-monitor-period, keeps every pod off it
+			// for up to that long after kwok reports Ready.
+			Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "kwok simulates a ready kubelet", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}},
 		},
 	}, nil
 }

@@ -1,0 +1,246 @@
+// Package explain says why a GPU pod is Pending in the pool contract's
+// terms: no pool advertises what it asks, its selector or tolerations
+// match no pool, the pool it matches is full, or the pool's device plugin
+// is down. A Pending pod the contract cannot explain is a bug to report.
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+)
+
+// Categories of explanations.
+const (
+	NoPoolAdvertises = "no-pool-advertises"
+	NoMatchingPool   = "no-matching-pool"
+	WrongResource    = "pool-advertises-another-resource"
+	PluginDown       = "device-plugin-down"
+	PoolFull         = "pool-full"
+	Unexplained      = "unexplained"
+)
+
+// Reason is one explanation.
+type Reason struct {
+	Category string
+	Message  string
+}
+
+func (r Reason) String() string { return r.Category + ": " + r.Message }
+
+// Cluster is what an explanation looks at: the nodes and the pods bound to them.
+type Cluster struct {
+	Nodes []corev1.Node
+	// Pods are all pods; terminal ones are ignored.
+	Pods []corev1.Pod
+}
+
+// GPURequests sums the pod's nvidia.com/ limits over its containers.
+func GPURequests(p *corev1.Pod) map[string]int64 {
+	out := map[string]int64{}
+	for _, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if strings.HasPrefix(string(name), "nvidia.com/") && !q.IsZero() {
+				out[string(name)] += q.Value()
+			}
+		}
+	}
+	return out
+}
+
+// Pod explains why pod is not scheduled.
+func Pod(pod *corev1.Pod, c Cluster) Reason {
+	req := GPURequests(pod)
+	if len(req) == 0 {
+		return Reason{Unexplained, "not a GPU pod: its Pending state is outside the GPU pool contract"}
+	}
+	names := sortedKeys(req)
+
+	// Which resources does any node advertise at all?
+	for _, r := range names {
+		if !anyAdvertises(c.Nodes, r) {
+			return Reason{NoPoolAdvertises, fmt.Sprintf("no pool advertises %s (pools advertise: %s)", r, strings.Join(advertised(c.Nodes), ", "))}
+		}
+	}
+
+	// Which nodes would take the pod, GPUs aside?
+	var fits []corev1.Node
+	var blocked []string
+	for _, n := range c.Nodes {
+		if !selects(pod, &n) {
+			continue
+		}
+		if t, ok := untolerated(pod, &n); !ok {
+			blocked = append(blocked, fmt.Sprintf("pool %s has taint %s=%s:%s the pod does not tolerate", poolOf(&n), t.Key, t.Value, t.Effect))
+			continue
+		}
+		if n.Spec.Unschedulable {
+			blocked = append(blocked, fmt.Sprintf("node %s of pool %s is cordoned", n.Name, poolOf(&n)))
+			continue
+		}
+		fits = append(fits, n)
+	}
+	if len(fits) == 0 {
+		msg := fmt.Sprintf("its nodeSelector %v and tolerations match no pool", pod.Spec.NodeSelector)
+		if len(blocked) > 0 {
+			msg += ": " + strings.Join(uniq(blocked), "; ")
+		}
+		return Reason{NoMatchingPool, msg}
+	}
+
+	used := inUse(c.Pods)
+	var down, full, other []string
+	for _, n := range fits {
+		ok := true
+		for _, r := range names {
+			capQ, hasCap := n.Status.Capacity[corev1.ResourceName(r)]
+			alloc := quantity(n.Status.Allocatable, r)
+			switch {
+			case !hasCap || capQ.Value() == 0:
+				other = append(other, fmt.Sprintf("pool %s advertises %s, not %s", poolOf(&n), strings.Join(advertised([]corev1.Node{n}), ", "), r))
+				ok = false
+			case alloc == 0:
+				down = append(down, fmt.Sprintf("pool %s: %s has %d %s in capacity but 0 allocatable", poolOf(&n), n.Name, capQ.Value(), r))
+				ok = false
+			case alloc-used[n.Name][r] < req[r]:
+				full = append(full, fmt.Sprintf("pool %s: %s has %d of %d %s free, the pod asks %d", poolOf(&n), n.Name, alloc-used[n.Name][r], alloc, r, req[r]))
+				ok = false
+			}
+		}
+		if ok {
+			return Reason{Unexplained, fmt.Sprintf("node %s of pool %s selects, tolerates and has room for the pod", n.Name, poolOf(&n))}
+		}
+	}
+	switch {
+	case len(full) > 0:
+		return Reason{PoolFull, summarize(full)}
+	case len(down) > 0:
+		return Reason{PluginDown, "the device plugin is down: " + summarize(down)}
+	}
+	return Reason{WrongResource, summarize(uniq(other))}
+}
+
+func summarize(lines []string) string {
+	if len(lines) > 3 {
+		return strings.Join(lines[:3], "; ") + fmt.Sprintf("; and %d more", len(lines)-3)
+	}
+	return strings.Join(lines, "; ")
+}
+
+func poolOf(n *corev1.Node) string {
+	if p := n.Labels[fleet.LabelPool]; p != "" {
+		return p
+	}
+	return "(no pool) " + n.Name
+}
+
+func selects(p *corev1.Pod, n *corev1.Node) bool {
+	return labels.SelectorFromSet(p.Spec.NodeSelector).Matches(labels.Set(n.Labels))
+}
+
+// untolerated returns the first NoSchedule/NoExecute taint the pod does not tolerate.
+func untolerated(p *corev1.Pod, n *corev1.Node) (corev1.Taint, bool) {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		tolerated := false
+		for _, tol := range p.Spec.Tolerations {
+			if tolerates(tol, t) {
+				tolerated = true
+				break
+			}
+		}
+		if !tolerated {
+			return t, false
+		}
+	}
+	return corev1.Taint{}, true
+}
+
+func anyAdvertises(nodes []corev1.Node, r string) bool {
+	for _, n := range nodes {
+		if q, ok := n.Status.Capacity[corev1.ResourceName(r)]; ok && q.Value() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func advertised(nodes []corev1.Node) []string {
+	set := map[string]bool{}
+	for _, n := range nodes {
+		for name, q := range n.Status.Capacity {
+			if strings.HasPrefix(string(name), "nvidia.com/") && q.Value() > 0 {
+				set[string(name)] = true
+			}
+		}
+	}
+	return sortedKeys(set)
+}
+
+func inUse(pods []corev1.Pod) map[string]map[string]int64 {
+	out := map[string]map[string]int64{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if out[p.Spec.NodeName] == nil {
+			out[p.Spec.NodeName] = map[string]int64{}
+		}
+		for r, n := range GPURequests(p) {
+			out[p.Spec.NodeName][r] += n
+		}
+	}
+	return out
+}
+
+func quantity(l corev1.ResourceList, r string) int64 {
+	q, ok := l[corev1.ResourceName(r)]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// tolerates is the core toleration rule (Equal/Exists, empty key and
+// effect as wildcards), enough for the taints pools use.
+func tolerates(tol corev1.Toleration, t corev1.Taint) bool {
+	if tol.Effect != "" && tol.Effect != t.Effect {
+		return false
+	}
+	if tol.Key == "" {
+		return tol.Operator == corev1.TolerationOpExists
+	}
+	if tol.Key != t.Key {
+		return false
+	}
+	return tol.Operator == corev1.TolerationOpExists || tol.Value == t.Value
+}
