@@ -20,6 +20,7 @@ Usage:
   gpupool run    [flags]   bring up a cluster, install the candidate, run the suites, report, tear down
   gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
   gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
+  gpupool explain NS/POD   say why a pod is Pending, in the pool contract's terms
   gpupool down             remove every cluster gpupool left on this machine
   gpupool checks           list the contract checks
 
@@ -49,6 +50,8 @@ func main() {
 		err = downCmd(ctx, args)
 	case "mutants":
 		err = mutantsCmd(ctx, args)
+	case "explain":
+		err = explainCmd(ctx, args)
 	case "checks":
 		err = checksCmd(args)
 	case "-h", "--help", "help":
