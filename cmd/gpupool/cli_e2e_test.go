@@ -111,6 +111,14 @@ func TestReferenceCandidatePasses(t *testing.T) {
 	assert.Equal(t, "pass", s.Result)
 	assert.Empty(t, failedChecks(t, s))
 	assert.Equal(t, len(checks.All()), s.Totals.Checks, "every check in the catalog ran")
+	// The reference fleet has every kind of pool, so no check or assessment
+	// may skip: a skip there would hide a check from CI.
+	assert.Zero(t, s.Totals.Skipped, "skipped checks on the reference")
+	for _, c := range s.Checks {
+		for _, a := range c.Assessments {
+			assert.NotEqual(t, "skip", a.Result, "%s: assessment %q skipped on the reference", c.ID, a.Name)
+		}
+	}
 	assert.Equal(t, "v1.37.2", s.Components["kubernetes"])
 	assert.Contains(t, r.stdout, "AREA")
 
