@@ -249,3 +249,12 @@ func Describe(p *corev1.Pod) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// WouldBeAdmitted asserts the apiserver admits pod, submitting it with
+// dryRun=All so nothing is created (the counterpart of Denied).
+func WouldBeAdmitted(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) error {
+	if _, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		return fmt.Errorf("expected pod %s/%s to be admitted, but it was refused: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}

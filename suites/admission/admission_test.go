@@ -14,19 +14,16 @@ import (
 	"github.com/gpupool/gpupool/e2e/workload"
 )
 
-// The contract's admission rules name these fields; a denial that does not
-// mention the field leaves the tenant guessing, and fails the check.
-const (
-	runtimeClass   = "nvidia"
-	skuSelectorKey = "sku"
-)
+// The contract's SKU rule names this selector; a denial that does not
+// mention it leaves the tenant guessing, and fails the check.
+const skuSelectorKey = "sku"
 
 func TestRequiresRuntimeClass(t *testing.T) {
 	c := checks.RequiresRuntimeClass
 	f := harness.Feature(c).
 		Assess("a GPU pod without runtimeClassName is denied, naming runtimeClassName", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
-			pod := wellFormedGPUPod(t, r, c.ID, harness.Namespace(ctx), "no-runtimeclass")
+			pod := wellFormedGPUPod(ctx, t, r, c.ID, "no-runtimeclass")
 			pod.Spec.RuntimeClassName = nil
 			if err := expect.Denied(ctx, r.Client, pod.Pod, "runtimeClassName"); err != nil {
 				t.Error(err)
@@ -35,7 +32,7 @@ func TestRequiresRuntimeClass(t *testing.T) {
 		}).
 		Assess("the same pod naming the nvidia RuntimeClass is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
-			pod := wellFormedGPUPod(t, r, c.ID, harness.Namespace(ctx), "with-runtimeclass")
+			pod := wellFormedGPUPod(ctx, t, r, c.ID, "with-runtimeclass")
 			if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 				t.Error(err)
 			}
@@ -49,7 +46,7 @@ func TestRequiresSKUSelector(t *testing.T) {
 	f := harness.Feature(c).
 		Assess("a GPU pod without nodeSelector.sku is denied, naming the sku selector", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
-			pod := wellFormedGPUPod(t, r, c.ID, harness.Namespace(ctx), "no-sku").Without(skuSelectorKey)
+			pod := wellFormedGPUPod(ctx, t, r, c.ID, "no-sku").Without(skuSelectorKey)
 			if err := expect.Denied(ctx, r.Client, pod.Pod, skuSelectorKey); err != nil {
 				t.Error(err)
 			}
@@ -89,19 +86,15 @@ func TestCPUPodAdmitted(t *testing.T) {
 
 // wellFormedGPUPod is a pod that follows the whole contract for the first
 // exclusive GPU pool; each assessment breaks one rule of it.
-func wellFormedGPUPod(t *testing.T, r *harness.Run, check, ns, name string) workload.Pod {
+func wellFormedGPUPod(ctx context.Context, t *testing.T, r *harness.Run, check, name string) workload.Pod {
 	t.Helper()
-	pools := r.Fleet.PoolsWithMode(fleet.ModeExclusive)
-	if len(pools) == 0 {
-		t.Skipf("fleet %s has no exclusive GPU pool", r.Fleet.Metadata.Name)
-	}
-	p := pools[0]
+	p := r.FirstPool(t, fleet.ModeExclusive)
 	if _, ok := p.Labels[skuSelectorKey]; !ok {
 		t.Fatalf("pool %s has no %q label, so no pod can select it by SKU", p.Name, skuSelectorKey)
 	}
-	res, err := r.IntendedResource(p)
+	pod, err := harness.WellFormedPod(ctx, r, check, p, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return workload.New(check, ns, name).ForPool(p, nil).RuntimeClass(runtimeClass).Limit(res, 1)
+	return workload.Pod{Pod: pod}
 }

@@ -76,8 +76,8 @@ func TestPrivilegedOnlyInGPUOperator(t *testing.T) {
 		Assess("the same pod is admitted in the gpu-operator namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
 			pod := workload.New(c.ID, operatorNamespace, "privileged-operand").Privileged()
-			if _, err := r.Client.CoreV1().Pods(operatorNamespace).Create(ctx, pod.Pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Errorf("expected a privileged operand to be admitted in %s, but: %v", operatorNamespace, err)
+			if err := expect.WouldBeAdmitted(ctx, r.Client, pod.Pod); err != nil {
+				t.Error(err)
 			}
 			return ctx
 		}).Feature()
@@ -139,8 +139,8 @@ func TestGPUImagesPinned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Client.CoreV1().Pods(pinned.Namespace).Create(ctx, pinned, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Errorf("expected the digest-pinned GPU pod to be admitted, but: %v", err)
+			if err := expect.WouldBeAdmitted(ctx, r.Client, pinned); err != nil {
+				t.Error(err)
 			}
 			return ctx
 		}).Feature()
@@ -164,8 +164,8 @@ func TestGPUPodsOwnServiceAccount(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Client.CoreV1().Pods(own.Namespace).Create(ctx, own, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-				t.Errorf("expected a GPU pod under service account %s to be admitted, but: %v", own.Spec.ServiceAccountName, err)
+			if err := expect.WouldBeAdmitted(ctx, r.Client, own); err != nil {
+				t.Error(err)
 			}
 			return ctx
 		}).Feature()
