@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/mergepatch"
 )
 
 // MetaFile is the candidate's own description, not applied to the cluster.
@@ -47,6 +50,10 @@ type MetaSpec struct {
 	// Patches change objects (of the base or this candidate) with a JSON
 	// merge patch (RFC 7386).
 	Patches []Patch `json:"patches,omitempty"`
+	// FleetPatches change pools of the fleet the candidate runs on: node
+	// labels and taints are part of what a team changes, so a candidate
+	// may carry them. Inherited from the base unless spec.fleet is set.
+	FleetPatches []fleet.PoolPatch `json:"fleetPatches,omitempty"`
 	// Breaks lists the check ids this candidate must fail (broken
 	// candidates used to prove each check can fail); empty for a candidate
 	// that should pass everything.
@@ -283,8 +290,11 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 	if err != nil {
 		return fmt.Errorf("candidate %s: spec.base: %w", meta, err)
 	}
-	if spec.Fleet == "" && base.FleetPath() != "" {
-		c.Meta.Spec.Fleet, _ = filepath.Abs(base.FleetPath())
+	if spec.Fleet == "" {
+		if base.FleetPath() != "" {
+			c.Meta.Spec.Fleet, _ = filepath.Abs(base.FleetPath())
+		}
+		c.Meta.Spec.FleetPatches = append(append([]fleet.PoolPatch(nil), base.Meta.Spec.FleetPatches...), spec.FleetPatches...)
 	}
 	var merged []Object
 	for _, o := range base.Objects {
@@ -326,7 +336,7 @@ func (c *Candidate) applyPatches(meta string) error {
 		found := false
 		for _, o := range c.Objects {
 			if p.Target.matches(o.Unstructured) {
-				o.Object = mergePatch(o.Object, p.Patch).(map[string]any)
+				o.Object = mergepatch.Apply(o.Object, p.Patch).(map[string]any)
 				found = true
 			}
 		}
@@ -335,26 +345,6 @@ func (c *Candidate) applyPatches(meta string) error {
 		}
 	}
 	return nil
-}
-
-// mergePatch applies an RFC 7386 JSON merge patch.
-func mergePatch(target, patch any) any {
-	pm, ok := patch.(map[string]any)
-	if !ok {
-		return patch
-	}
-	tm, ok := target.(map[string]any)
-	if !ok {
-		tm = map[string]any{}
-	}
-	for k, v := range pm {
-		if v == nil {
-			delete(tm, k)
-			continue
-		}
-		tm[k] = mergePatch(tm[k], v)
-	}
-	return tm
 }
 
 func identity(u *unstructured.Unstructured) string {

@@ -87,6 +87,13 @@ var (
 	})
 )
 
+// NodeIdentityUnreachableObjects guards the other half of per-pod identity:
+// on a shared node, the node's own identity is shared by every tenant.
+var NodeIdentityUnreachableObjects = Register(Check{
+	ID: "security.node-identity-unreachable-objects", Area: AreaSecurityFloor,
+	Rule: "Pods of the namespaces that share GPU nodes cannot reach the node-wide identity: their NetworkPolicies allow no egress to the instance metadata endpoint, so model weights are fetched under the pod's own service account. Inspects objects only: NetworkPolicy is not enforced on simulated nodes.",
+})
+
 // GPUPodsOwnServiceAccount guards per-pod identity.
 var GPUPodsOwnServiceAccount = Register(Check{
 	ID: "security.gpu-pods-own-serviceaccount", Area: AreaSecurityFloor,

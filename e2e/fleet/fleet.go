@@ -4,10 +4,12 @@
 package fleet
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/mergepatch"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -366,4 +369,56 @@ func (f *Fleet) TotalNodes() int {
 		n += p.Nodes
 	}
 	return n
+}
+
+// PoolPatch changes one pool with a JSON merge patch (RFC 7386) on its
+// fleet-file form, e.g. {pool: gpu-l4-shared, patch: {taints: []}}.
+type PoolPatch struct {
+	Pool  string         `json:"pool"`
+	Patch map[string]any `json:"patch"`
+}
+
+// Patched returns a copy of the fleet with the patches applied, validated
+// again. source names where the patches come from, for errors.
+func (f *Fleet) Patched(source string, patches []PoolPatch) (*Fleet, error) {
+	if len(patches) == 0 {
+		return f, nil
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	var out Fleet
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, err
+	}
+	out.File = f.File
+	for i, p := range patches {
+		field := fmt.Sprintf("%s: spec.fleetPatches[%d]", source, i)
+		idx := slices.IndexFunc(out.Spec.Pools, func(q Pool) bool { return q.Name == p.Pool })
+		if idx < 0 {
+			return nil, fmt.Errorf("%s.pool: fleet %s has no pool %q (pools: %s)", field, f.Metadata.Name, p.Pool, strings.Join(f.PoolNames(), ", "))
+		}
+		raw, err := json.Marshal(out.Spec.Pools[idx])
+		if err != nil {
+			return nil, err
+		}
+		var doc any
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			return nil, err
+		}
+		patched, err := json.Marshal(mergepatch.Apply(doc, p.Patch))
+		if err != nil {
+			return nil, fmt.Errorf("%s.patch: %w", field, err)
+		}
+		var pool Pool
+		if err := yaml.UnmarshalStrict(patched, &pool); err != nil {
+			return nil, fmt.Errorf("%s.patch: %w", field, err)
+		}
+		out.Spec.Pools[idx] = pool
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("fleet %s as patched by %s: %w", f.File, source, err)
+	}
+	return &out, nil
 }

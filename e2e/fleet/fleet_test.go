@@ -95,3 +95,38 @@ func TestNodeSpecsSplitTrustDomains(t *testing.T) {
 	_, hasGPU := n.Status.Allocatable["nvidia.com/gpu"]
 	assert.False(t, hasGPU, "GPU resources are the simulated stack's to publish, not the fleet's")
 }
+
+func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
+	f, err := Load(filepath.Join("..", "..", "manifests", "fleets", "reference.yaml"))
+	require.NoError(t, err)
+	l4Before, _ := f.Pool("gpu-l4-shared")
+
+	got, err := f.Patched("c/candidate.yaml", []PoolPatch{{Pool: "gpu-l4-shared", Patch: map[string]any{"taints": []any{}}}})
+	require.NoError(t, err)
+	l4, _ := got.Pool("gpu-l4-shared")
+	assert.Empty(t, l4.Taints, "the patched pool lost its taints")
+	assert.Len(t, l4.TrustDomains, 2, "fields the patch does not name are kept")
+	again, _ := f.Pool("gpu-l4-shared")
+	assert.Equal(t, l4Before, again, "the original fleet is unchanged")
+
+	for _, tc := range []struct {
+		name  string
+		patch PoolPatch
+		want  []string
+	}{
+		{"unknown pool", PoolPatch{Pool: "gpu-l40", Patch: map[string]any{}},
+			[]string{"c/candidate.yaml: spec.fleetPatches[0].pool", `no pool "gpu-l40"`, "gpu-l4-shared"}},
+		{"unknown field", PoolPatch{Pool: "cpu", Patch: map[string]any{"taint": []any{}}},
+			[]string{"spec.fleetPatches[0].patch", "taint"}},
+		{"invalid result", PoolPatch{Pool: "gpu-h100-exclusive", Patch: map[string]any{"sku": "h900"}},
+			[]string{"as patched by c/candidate.yaml", "spec.pools[0] (gpu-h100-exclusive).sku", `unknown GPU SKU "h900"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := f.Patched("c/candidate.yaml", []PoolPatch{tc.patch})
+			require.Error(t, err)
+			for _, w := range tc.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}

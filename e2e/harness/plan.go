@@ -57,6 +57,9 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if fl, err = fl.Patched(filepath.Join(cand.Dir, candidate.MetaFile), cand.Meta.Spec.FleetPatches); err != nil {
+		return nil, err
+	}
 	defaultMIG, err := DefaultMIGPartedConfig()
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package security
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/netpol"
 	"github.com/gpupool/gpupool/e2e/workload"
 )
 
@@ -89,14 +91,10 @@ func TestDefaultDenyNetworkPolicyObjects(t *testing.T) {
 	f := harness.Feature(c).
 		Assess("every tenant namespace has a NetworkPolicy that selects all pods and denies all ingress and egress", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
-			for _, ns := range tenants(ctx, t, r) {
-				list, err := r.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
+			for ns, policies := range tenantNetworkPolicies(ctx, t, r) {
 				var names []string
 				found := false
-				for _, np := range list.Items {
+				for _, np := range policies {
 					names = append(names, np.Name)
 					found = found || defaultDeny(&np)
 				}
@@ -107,6 +105,42 @@ func TestDefaultDenyNetworkPolicyObjects(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// metadataEndpoints serve the node's cloud identity to whoever asks:
+// 169.254.169.254 on AWS, GCP, Azure and OpenStack, fd00:ec2::254 on AWS
+// over IPv6.
+var metadataEndpoints = []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")}
+
+func TestNodeIdentityUnreachableObjects(t *testing.T) {
+	c := checks.NodeIdentityUnreachableObjects
+	f := harness.Feature(c).
+		Assess("in every namespace that shares GPU nodes, the NetworkPolicies allow no egress to the instance metadata endpoint", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := harness.From(ctx)
+			for ns, policies := range tenantNetworkPolicies(ctx, t, r) {
+				for _, addr := range metadataEndpoints {
+					if paths := netpol.EgressTo(policies, addr); len(paths) > 0 {
+						t.Errorf("expected no pod of tenant namespace %s to reach the metadata endpoint %s, but: %s", ns, addr, strings.Join(paths, "; "))
+					}
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// tenantNetworkPolicies returns each tenant namespace's NetworkPolicies.
+func tenantNetworkPolicies(ctx context.Context, t *testing.T, r *harness.Run) map[string][]networkingv1.NetworkPolicy {
+	t.Helper()
+	out := map[string][]networkingv1.NetworkPolicy{}
+	for _, ns := range tenants(ctx, t, r) {
+		list, err := r.Client.NetworkingV1().NetworkPolicies(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[ns] = list.Items
+	}
+	return out
 }
 
 // defaultDeny: selects every pod, covers both directions, allows nothing.
