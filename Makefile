@@ -12,7 +12,7 @@ GPUPOOL_FLAGS ?=
 BIN := bin/gpupool
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
-.PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e vet clean down help
+.PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help
 
 all: build
 
@@ -38,7 +38,19 @@ conformance: build
 mutants: build
 	$(BIN) mutants
 
-test: test-unit test-suites test-e2e mutants
+test: test-unit test-suites test-e2e test-scale mutants
+
+## The scale path at small size (200 nodes, about 1,000 pods, a short churn):
+## asserts the contract in bulk and that the run completes, never a speed.
+test-scale: build
+	$(BIN) scale --fleets manifests/fleets/scale-200.yaml --workload manifests/workloads/correctness.yaml --out reports/out/test-scale
+
+## Scheduler pressure at 1,000, 5,000 and 10,000 GPU nodes: prints every
+## figure beside its target, writes scale.json and scale.html (plots).
+BENCH_FLEETS ?= manifests/fleets/scale-1k.yaml,manifests/fleets/scale-5k.yaml,manifests/fleets/scale-10k.yaml
+BENCH_PODS ?= 4000,20000,10000
+bench-scale: build
+	$(BIN) scale --fleets $(BENCH_FLEETS) --pods $(BENCH_PODS) --out reports/out/bench-scale
 
 vet:
 	$(GO) vet ./...

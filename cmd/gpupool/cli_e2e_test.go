@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -412,4 +413,37 @@ func TestGPUStackFollowsLiveConfig(t *testing.T) {
 		}
 		return shared("gpu-l4-shared-1") == 0 && said, fmt.Sprintf("allocatable %d, %d events", shared("gpu-l4-shared-1"), len(evs.Items)), nil
 	}))
+}
+
+// The bulk contract check of a scale run can fail: with the L4 pool's SKU
+// taint gone, pods that leave it untolerated are placed, and the run says
+// so and exits 1. (The passing run is `make test-scale`.)
+func TestScaleRunCatchesABrokenPool(t *testing.T) {
+	out := t.TempDir()
+	r := gpupool(t, "scale", "--fleets", "manifests/fleets/scale-200.yaml", "--pods", "300",
+		"--workload", "manifests/workloads/correctness.yaml",
+		"--candidate", filepath.Join(repoRoot, "manifests", "candidates", "broken-l4-untainted"), "--out", out)
+	require.Equal(t, 1, r.exit, "stderr:\n%s", r.stderr)
+	assert.Contains(t, r.stdout, "deliberately unschedulable pods stay Pending")
+	data, err := os.ReadFile(filepath.Join(out, "scale.json"))
+	require.NoError(t, err)
+	var report struct {
+		Runs []struct {
+			Result struct {
+				Phases []struct {
+					Contract struct {
+						ByRule map[string]int `json:"byRule"`
+					} `json:"contract"`
+				} `json:"phases"`
+			} `json:"result"`
+		} `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal(data, &report))
+	require.Len(t, report.Runs, 1)
+	burst := report.Runs[0].Result.Phases[0].Contract.ByRule
+	assert.NotZero(t, burst["deliberately unschedulable pods stay Pending for the contract's reason"], "%v", burst)
+	assert.Equal(t, len(burst), 1, "only the broken rule fails: %v", burst)
+	_, err = os.Stat(filepath.Join(out, "scale.html"))
+	assert.NoError(t, err)
+	assertNothingLeft(t, r.state, "")
 }

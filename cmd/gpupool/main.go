@@ -20,6 +20,7 @@ Usage:
   gpupool run    [flags]   bring up a cluster, install the candidate, run the suites, report, tear down
   gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
   gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
+  gpupool scale  [flags]   put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk
   gpupool explain NS/POD   say why a pod is Pending, in the pool contract's terms
   gpupool down             remove every cluster gpupool left on this machine
   gpupool checks           list the contract checks
@@ -50,6 +51,8 @@ func main() {
 		err = downCmd(ctx, args)
 	case "mutants":
 		err = mutantsCmd(ctx, args)
+	case "scale":
+		err = scaleCmd(ctx, args)
 	case "explain":
 		err = explainCmd(ctx, args)
 	case "checks":

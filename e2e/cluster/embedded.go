@@ -37,6 +37,8 @@ type EmbeddedConfig struct {
 	// ExtraConfig is appended to the kwokctl configuration (for example
 	// Stage documents, or componentsPatches for scale runs).
 	ExtraConfig string
+	// Tuning sets control-plane flags for large fleets (zero: defaults).
+	Tuning Tuning
 	// WaitTimeout bounds cluster creation.
 	WaitTimeout time.Duration
 }
@@ -95,13 +97,13 @@ func (e *Embedded) Up(ctx context.Context) (*Cluster, error) {
 	if err := e.SweepStale(ctx); err != nil {
 		return nil, err
 	}
-	cfgFile, err := e.writeConfig()
-	if err != nil {
-		return nil, err
-	}
-	// Claim the name before kwokctl runs: if this process dies during
+	// Claim the name before anything else: if this process dies during
 	// creation, the next run's sweep finds the owner file and cleans up.
 	if err := writeOwner(e.clusterDir(e.cfg.Name), e.detached); err != nil {
+		return nil, err
+	}
+	cfgFile, err := e.writeConfig()
+	if err != nil {
 		return nil, err
 	}
 	e.provider = kwok.NewCluster(e.cfg.Name)
@@ -116,6 +118,14 @@ func (e *Embedded) Up(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	rc.QPS, rc.Burst = 500, 1000
+	// Protobuf, as the control plane's own clients speak: decoding and
+	// encoding JSON for the harness was a measurable share of the
+	// apiserver's CPU at thousands of nodes. Dynamic clients stay on JSON.
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	if e.cfg.Tuning.DisableQPSLimits {
+		rc.QPS, rc.Burst = 5000, 10000
+	}
 	return &Cluster{
 		Name:       e.cfg.Name,
 		Kubeconfig: kubeconfig,
@@ -154,8 +164,13 @@ func (e *Embedded) RemoveAll(ctx context.Context) (int, error) {
 	for _, ent := range entries {
 		errs = append(errs, e.deleteCluster(ctx, ent.Name(), nil))
 	}
+	// Versions before 2026-11-30 kept kwokctl configs here, one per run.
+	errs = append(errs, os.RemoveAll(filepath.Join(e.cfg.StateDir, "configs")))
 	return len(entries), errors.Join(errs...)
 }
+
+// Dir is the cluster's directory: every component runs from it.
+func (e *Embedded) Dir() string { return e.clusterDir(e.cfg.Name) }
 
 // Logs returns the directory kwokctl writes component logs to.
 func (e *Embedded) Logs() string { return filepath.Join(e.clusterDir(e.cfg.Name), "logs") }
@@ -221,14 +236,23 @@ options:
   kwokControllerBinary: %s
   etcdBinary: %s
 `, e.cfg.KubeVersion, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.Kwok, b.Etcd)
-	if e.cfg.ExtraConfig != "" {
-		cfg += "---\n" + strings.TrimPrefix(e.cfg.ExtraConfig, "---\n")
-	}
-	dir := filepath.Join(e.cfg.StateDir, "configs")
+	// In the cluster's own directory, so removing the cluster removes it.
+	dir := e.clusterDir(e.cfg.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, e.cfg.Name+".yaml")
+	options, topLevel, docs, err := e.cfg.Tuning.render(dir)
+	if err != nil {
+		return "", err
+	}
+	cfg += options + topLevel
+	for _, d := range docs {
+		cfg += "---\n" + d
+	}
+	if e.cfg.ExtraConfig != "" {
+		cfg += "---\n" + strings.TrimPrefix(e.cfg.ExtraConfig, "---\n")
+	}
+	path := filepath.Join(dir, "gpupool-kwokctl.yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }
 
@@ -273,19 +297,10 @@ func ownerAlive(dir string) bool {
 	return processStart(o.PID) == o.StartTick
 }
 
-// processStart reads field 22 of /proc/PID/stat (start time in clock
-// ticks since boot), which tells a reused pid from the original process.
+// processStart reads the start time in clock ticks since boot (field 22
+// of /proc/PID/stat), which tells a reused pid from the original process.
 func processStart(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	// The command name (field 2) may hold spaces; fields resume after ')'.
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	f := strings.Fields(s)
+	f := ProcStat(pid)
 	if len(f) < 20 {
 		return 0
 	}
@@ -293,9 +308,40 @@ func processStart(pid int) int64 {
 	return v
 }
 
+// ProcStat returns the fields of /proc/PID/stat from field 3 (state) on:
+// index i holds field i+3. The command name (field 2) may hold spaces, so
+// fields resume after its closing ')'. Nil if the process is gone.
+func ProcStat(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		s = s[i+1:]
+	}
+	return strings.Fields(s)
+}
+
 // killClusterProcesses ends any process whose command line points into the
 // cluster's directory (every component of a kwokctl binary cluster does).
 func killClusterProcesses(dir string) {
+	for _, p := range ProcessesUnder(dir) {
+		if p.PID != os.Getpid() {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+		}
+	}
+}
+
+// Process is a running process and the program it runs.
+type Process struct {
+	PID  int
+	Name string // base name of argv[0]
+}
+
+// ProcessesUnder lists the processes whose command line points into dir.
+func ProcessesUnder(dir string) []Process {
+	var out []Process
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
@@ -303,9 +349,10 @@ func killClusterProcesses(dir string) {
 			continue
 		}
 		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		if err != nil || pid == os.Getpid() {
+		if err != nil {
 			continue
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		out = append(out, Process{PID: pid, Name: filepath.Base(strings.SplitN(string(b), "\x00", 2)[0])})
 	}
+	return out
 }

@@ -119,10 +119,10 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 			// new node node.kubernetes.io/not-ready:NoSchedule and, with
 			// kwokctl's 25 s node-monitor-period, keeps every pod off it
 			// for up to that long after kwok reports Ready.
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				Message: "kwok simulates a ready kubelet", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-			}},
+			// The pressure conditions too, as a kubelet reports them: the
+			// node lifecycle controller treats a missing one as never
+			// reported.
+			Conditions: bornConditions(),
 		},
 	}, nil
 }
@@ -132,4 +132,24 @@ func orDefault(v, def string) string {
 		return def
 	}
 	return v
+}
+
+func bornConditions() []corev1.NodeCondition {
+	now := metav1.Now()
+	out := []corev1.NodeCondition{{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		Message: "kwok simulates a ready kubelet", LastHeartbeatTime: now, LastTransitionTime: now,
+	}}
+	for _, c := range []struct {
+		t      corev1.NodeConditionType
+		reason string
+	}{
+		{corev1.NodeMemoryPressure, "KubeletHasSufficientMemory"},
+		{corev1.NodeDiskPressure, "KubeletHasNoDiskPressure"},
+		{corev1.NodePIDPressure, "KubeletHasSufficientPID"},
+		{corev1.NodeNetworkUnavailable, "RouteCreated"},
+	} {
+		out = append(out, corev1.NodeCondition{Type: c.t, Status: corev1.ConditionFalse, Reason: c.reason, LastHeartbeatTime: now, LastTransitionTime: now})
+	}
+	return out
 }

@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,6 +24,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/controller"
 )
 
@@ -39,6 +42,28 @@ type Run struct {
 	GPUStack *controller.Controller
 	stop     context.CancelFunc
 	applied  map[string]string // candidate objects → resourceVersion
+	opt      UpOptions
+}
+
+// UpOptions tune bring-up; the zero value suits the contract suites.
+type UpOptions struct {
+	Fleet fleet.CreateOptions
+	// SyncTimeout bounds the wait for the simulated GPU Operator to
+	// reconcile every node (default 1 min).
+	SyncTimeout time.Duration
+	// GPUStackWorkers is the fakegpu controller's node workers.
+	GPUStackWorkers int
+	// JoinAdvertised creates GPU nodes with what the simulated GPU stack
+	// would publish for them already in place (labels, resources, the MIG
+	// layout applied), as nodes of a pool that was running before the
+	// run; the controller then only confirms them. Scale runs use it; the
+	// contract suites watch every node go through the stack.
+	JoinAdvertised bool
+	// GPUStackSkipDeviceRecords: see controller.Options.SkipDeviceRecords.
+	GPUStackSkipDeviceRecords bool
+	// BeforeProvision runs once the cluster answers, before anything is
+	// installed (a scale run takes its first metrics snapshot there).
+	BeforeProvision func(*Run) error
 }
 
 // Stop ends what the run started in this process (the fakegpu controller).
@@ -59,6 +84,16 @@ func NewRunName() string {
 // EmbeddedProvider returns the default provider, using the binaries
 // hack/build-control-plane.sh built.
 func EmbeddedProvider(name string) (*cluster.Embedded, error) {
+	return embeddedProvider(name, cluster.Tuning{})
+}
+
+// ScaleProvider is the embedded provider with the control plane tuned for
+// fleets of thousands of nodes (cluster.ScaleTuning).
+func ScaleProvider(name string) (*cluster.Embedded, error) {
+	return embeddedProvider(name, cluster.ScaleTuning())
+}
+
+func embeddedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, error) {
 	cache := CacheDir()
 	kube := filepath.Join(cache, "kubernetes-"+KubeVersion)
 	kwok := filepath.Join(cache, "kwok-"+KwokVersion)
@@ -68,6 +103,7 @@ func EmbeddedProvider(name string) (*cluster.Embedded, error) {
 		KwokVersion: KwokVersion,
 		EtcdVersion: EtcdVersion,
 		StateDir:    StateDir(),
+		Tuning:      tuning,
 		Binaries: cluster.Binaries{
 			Kwokctl:               filepath.Join(kwok, "kwokctl"),
 			Kwok:                  filepath.Join(kwok, "kwok"),
@@ -86,7 +122,12 @@ func stderrLog(format string, args ...any) {
 // Up brings a cluster up with p, creates the fleet and installs the
 // candidate. On error the caller still owns p and must call p.Down.
 func Up(ctx context.Context, plan *Plan, p cluster.Provider) (*Run, error) {
-	r := &Run{Plan: plan, Log: stderrLog}
+	return UpWith(ctx, plan, p, UpOptions{})
+}
+
+// UpWith is Up with bring-up options (scale runs).
+func UpWith(ctx context.Context, plan *Plan, p cluster.Provider, opt UpOptions) (*Run, error) {
+	r := &Run{Plan: plan, Log: stderrLog, opt: opt}
 	start := time.Now()
 	c, err := p.Up(ctx)
 	if err != nil {
@@ -95,6 +136,11 @@ func Up(ctx context.Context, plan *Plan, p cluster.Provider) (*Run, error) {
 	r.Log("cluster %s up (%s) in %s", c.Name, p.Kind(), time.Since(start).Round(time.Millisecond))
 	if err := r.Attach(c); err != nil {
 		return nil, err
+	}
+	if opt.BeforeProvision != nil {
+		if err := opt.BeforeProvision(r); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.Provision(ctx); err != nil {
 		r.Stop()
@@ -116,8 +162,8 @@ func (r *Run) Attach(c *cluster.Cluster) error {
 	return nil
 }
 
-// Provision installs the upstream CRDs, creates the fleet and installs the
-// candidate.
+// Provision installs the upstream CRDs and the candidate, creates the
+// fleet, and waits for the simulated GPU Operator to reconcile it.
 func (r *Run) Provision(ctx context.Context) error {
 	applier, err := candidate.NewApplier(r.Cluster.REST)
 	if err != nil {
@@ -131,12 +177,8 @@ func (r *Run) Provision(ctx context.Context) error {
 	if err := r.startGPUStack(ctx); err != nil {
 		return err
 	}
-	stats, err := r.Fleet.Create(ctx, r.Client, fleet.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
-	}
-	r.FleetStats = stats
-	r.Log("fleet %s: %d nodes Ready in %s (%.0f nodes/s)", r.Fleet.Metadata.Name, stats.Nodes, stats.ReadyTime.Round(time.Millisecond), stats.NodesPerSec)
+	// The candidate first, as a cluster's config exists before its nodes
+	// join: each node is then reconciled once, against the final config.
 	start = time.Now()
 	applied, err := r.Candidate.Install(ctx, applier)
 	if err != nil {
@@ -144,11 +186,62 @@ func (r *Run) Provision(ctx context.Context) error {
 	}
 	r.applied = applied
 	r.Log("candidate %s: %d objects applied in %s", r.Candidate.Name, len(r.Candidate.Objects), time.Since(start).Round(time.Millisecond))
+	fopt := r.opt.Fleet
+	if r.opt.JoinAdvertised {
+		// Nodes join stamped with the config the controller holds, so it
+		// must hold the candidate's first.
+		if err := r.WaitGPUStackSynced(ctx); err != nil {
+			return err
+		}
+		hash := r.GPUStack.ConfigHash()
+		fopt.Prepare = func(n *corev1.Node) error { return r.advertised(n, hash) }
+	}
+	stats, err := r.Fleet.Create(ctx, r.Client, fopt)
+	if err != nil {
+		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
+	}
+	r.FleetStats = stats
+	r.Log("fleet %s: %d nodes Ready in %s (%.0f nodes/s)", r.Fleet.Metadata.Name, stats.Nodes, stats.ReadyTime.Round(time.Millisecond), stats.NodesPerSec)
 	start = time.Now()
 	if err := r.WaitGPUStackSynced(ctx); err != nil {
 		return err
 	}
 	r.Log("simulated GPU Operator: every GPU node advertises the candidate's config after %s", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// advertised fills in what the simulated GPU stack publishes for a GPU
+// node under the candidate's config, computed from the plan's files by the
+// same pure function the controller runs, and stamped with the config the
+// controller holds; a MIG layout is taken as already applied. The
+// controller stays the authority: it corrects anything that differs from
+// its own view.
+func (r *Run) advertised(n *corev1.Node, configHash string) error {
+	inv, isGPU, err := fakegpu.Inventory(n.Annotations)
+	if !isGPU || err != nil {
+		return err
+	}
+	d := r.Stack.Desired(inv, fakegpu.NodeObservation{Labels: n.Labels, Annotations: n.Annotations, Now: time.Now()}, 0)
+	for k, v := range d.Labels {
+		n.Labels[k] = v
+	}
+	for _, k := range d.Remove {
+		delete(n.Labels, k)
+	}
+	for k, v := range d.Annotations {
+		if v == "" {
+			delete(n.Annotations, k)
+		} else {
+			n.Annotations[k] = v
+		}
+	}
+	n.Annotations[fakegpu.AnnotationObservedConfig] = configHash
+	for name, v := range d.Capacity {
+		n.Status.Capacity[corev1.ResourceName(name)] = *resource.NewQuantity(v, resource.DecimalSI)
+	}
+	for name, v := range d.Allocatable {
+		n.Status.Allocatable[corev1.ResourceName(name)] = *resource.NewQuantity(v, resource.DecimalSI)
+	}
 	return nil
 }
 
@@ -158,7 +251,9 @@ func (r *Run) startGPUStack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := controller.New(r.Cluster.REST, controller.Options{DefaultMIGParted: defaultMIG, Log: r.Log})
+	c, err := controller.New(r.Cluster.REST, controller.Options{
+		DefaultMIGParted: defaultMIG, Log: r.Log, NodeWorkers: r.opt.GPUStackWorkers, SkipDeviceRecords: r.opt.GPUStackSkipDeviceRecords,
+	})
 	if err != nil {
 		return err
 	}
@@ -178,7 +273,11 @@ func (r *Run) WaitGPUStackSynced(ctx context.Context) error {
 	if r.GPUStack == nil {
 		return nil
 	}
-	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", time.Minute, func(context.Context) (bool, string, error) {
+	timeout := r.opt.SyncTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", timeout, func(context.Context) (bool, string, error) {
 		ok, seen := r.GPUStack.Synced(r.applied)
 		return ok, seen, nil
 	})

@@ -52,6 +52,15 @@ type Options struct {
 	// MIGReconfigureDelay is how long the simulated MIG manager keeps a
 	// node in state pending. Default 500ms: long enough to observe.
 	MIGReconfigureDelay time.Duration
+	// NodeWorkers reconcile nodes in parallel (default 2; a fleet of
+	// thousands wants more). Pods have one worker: a node's allocations
+	// are decided in arrival order.
+	NodeWorkers int
+	// SkipDeviceRecords: do not annotate pods with the device IDs the
+	// simulated kubelet allocated. A real kubelet writes nothing there;
+	// the records exist so checks can see allocations, and at fleet scale
+	// they are one more write per pod than the cluster would make.
+	SkipDeviceRecords bool
 	// Log receives one line per notable action (nil: silent).
 	Log func(format string, args ...any)
 }
@@ -92,6 +101,9 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	}
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
+	}
+	if opt.NodeWorkers == 0 {
+		opt.NodeWorkers = 2
 	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -169,8 +181,9 @@ func (c *Controller) Start(ctx context.Context) error {
 		c.podQueue.ShutDown()
 		c.broadcast.Shutdown()
 	}()
-	go c.work(ctx, c.nodeQueue, c.reconcileNode)
-	go c.work(ctx, c.nodeQueue, c.reconcileNode)
+	for range c.opt.NodeWorkers {
+		go c.work(ctx, c.nodeQueue, c.reconcileNode)
+	}
 	go c.work(ctx, c.podQueue, c.reconcilePod)
 	return nil
 }
@@ -269,6 +282,14 @@ func (c *Controller) Synced(observed map[string]string) (bool, string) {
 		}
 	}
 	return behind == 0, fmt.Sprintf("%d of %d GPU nodes reconciled against the current GPU Operator config", total-behind, total)
+}
+
+// ConfigHash is the value of fakegpu.AnnotationObservedConfig on a node
+// reconciled against the configuration the controller holds now. A node
+// created with it (and with what Desired publishes) needs no write.
+func (c *Controller) ConfigHash() string {
+	_, key, _ := c.currentStack()
+	return configHash(key)
 }
 
 // toUnstructured converts a typed object from an informer (whose TypeMeta

@@ -70,7 +70,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		if p == nil {
 			continue
 		}
-		if len(v.Devices) > 0 && p.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
+		if len(v.Devices) > 0 && p.Annotations[fakegpu.AnnotationVisibleDevices] == "" && !c.opt.SkipDeviceRecords {
 			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 				fakegpu.AnnotationVisibleDevices: strings.Join(v.Devices, ","),
 				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(now+int64(i), 10),

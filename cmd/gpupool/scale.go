@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"html"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/scale"
+	"github.com/gpupool/gpupool/reports"
+)
+
+const defaultWorkload = "manifests/workloads/gpu-burst.yaml"
+
+// scaleRun is one fleet size of a scale benchmark.
+type scaleRun struct {
+	Label  string        `json:"label"`
+	Fleet  string        `json:"fleetFile"`
+	Result *scale.Result `json:"result"`
+	Error  string        `json:"error,omitempty"`
+}
+
+func scaleCmd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("gpupool scale", flag.ContinueOnError)
+	fleets := fs.String("fleets", "manifests/fleets/scale-1k.yaml", "comma-separated fleet files, run one after another, each on a fresh cluster")
+	pods := fs.String("pods", "", "comma-separated burst sizes, one per fleet (default: the workload's)")
+	workloadPath := fs.String("workload", defaultWorkload, "workload file (gpupool.dev/v1alpha1 Workload)")
+	candidateDir := fs.String("candidate", "", "candidate directory (default "+harness.DefaultCandidate+")")
+	out := fs.String("out", "", "report directory (default reports/out/scale-<run-id>)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return err
+	}
+	fleetFiles := strings.Split(*fleets, ",")
+	var sizes []int
+	if *pods != "" {
+		for _, s := range strings.Split(*pods, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(s))
+			if err != nil || n < 1 {
+				return fmt.Errorf("-pods: want positive numbers, got %q", s)
+			}
+			sizes = append(sizes, n)
+		}
+		if len(sizes) != len(fleetFiles) {
+			return fmt.Errorf("-pods: %d sizes for %d fleets", len(sizes), len(fleetFiles))
+		}
+	}
+
+	// Everything that can be checked without a cluster, for every fleet.
+	type job struct {
+		plan *harness.Plan
+		w    *scale.Workload
+	}
+	var jobs []job
+	for i, f := range fleetFiles {
+		plan, err := harness.Prepare(inRepo(root, strings.TrimSpace(f)), absOrEmpty(*candidateDir))
+		if err != nil {
+			return err
+		}
+		// Loaded per fleet: -pods changes each copy.
+		w, err := scale.LoadWorkload(inRepo(root, *workloadPath))
+		if err != nil {
+			return err
+		}
+		if err := w.CheckPools(poolInfos(plan)); err != nil {
+			return err
+		}
+		if sizes != nil {
+			for j := range w.Spec.Phases {
+				if !w.Spec.Phases[j].Churn() {
+					w.Spec.Phases[j].Pods = sizes[i]
+				}
+			}
+		}
+		jobs = append(jobs, job{plan, w})
+	}
+
+	runID := harness.NewRunName()
+	dir := *out
+	if dir == "" {
+		dir = filepath.Join(root, "reports", "out", "scale-"+runID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var runs []scaleRun
+	failed := false
+	for i, j := range jobs {
+		label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
+		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w)
+		run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
+		if err != nil {
+			run.Error = err.Error()
+			logf("%s: %v", label, err)
+			failed = true
+		}
+		runs = append(runs, run)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	figures := writeScaleReport(dir, runs)
+	printFigures(figures)
+	for _, r := range runs {
+		if r.Result == nil {
+			continue
+		}
+		for _, ph := range r.Result.Phases {
+			if ph.Contract.Violations > 0 || ph.TimedOut != "" {
+				failed = true
+				fmt.Printf("\nCONTRACT %s, phase %s: %d violations %v\n", r.Label, ph.Name, ph.Contract.Violations, ph.Contract.ByRule)
+				for _, e := range ph.Contract.Examples {
+					fmt.Println("  " + e)
+				}
+				if ph.TimedOut != "" {
+					fmt.Println("  timed out: " + ph.TimedOut)
+				}
+			}
+		}
+	}
+	fmt.Printf("\nreports: %s\n", dir)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if failed {
+		return exitError{1}
+	}
+	return nil
+}
+
+// inRepo resolves a relative path against the working directory, or the
+// repository root when it is not there (the defaults are repo paths).
+func inRepo(root, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	if _, err := os.Stat(p); err == nil {
+		return absOrEmpty(p)
+	}
+	return filepath.Join(root, p)
+}
+
+// poolInfos describes the fleet's pools for workload validation.
+func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
+	r := &harness.Run{Plan: plan}
+	out := map[string]scale.PoolInfo{}
+	for _, p := range plan.Fleet.Spec.Pools {
+		info := scale.PoolInfo{GPU: p.GPU()}
+		if p.GPU() {
+			info.Resource, _ = r.IntendedResource(p)
+		}
+		for _, t := range p.Taints {
+			info.Taints = append(info.Taints, t.Key)
+		}
+		out[p.Name] = info
+	}
+	return out
+}
+
+// scaleOne brings up a tuned cluster for one fleet, runs the workload and
+// removes the cluster, whatever happens.
+func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload) (*scale.Result, error) {
+	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
+	provider, err := harness.ScaleProvider(name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := provider.Down(dctx); err != nil {
+			logf("tearing down %s: %v", name, err)
+		} else {
+			logf("cluster %s removed", name)
+		}
+	}()
+	var snapshot scale.APISnapshot
+	r, err := harness.UpWith(ctx, plan, provider, harness.UpOptions{
+		Fleet:                     fleet.CreateOptions{Workers: 64, ReadyTimeout: 5 * time.Minute},
+		SyncTimeout:               5 * time.Minute,
+		GPUStackWorkers:           8,
+		JoinAdvertised:            true,
+		GPUStackSkipDeviceRecords: true,
+		BeforeProvision: func(r *harness.Run) error {
+			s, err := scale.Snapshot(ctx, r.Client)
+			snapshot = s
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Stop()
+	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{ClusterDir: provider.Dir(), Log: logf})
+	if err != nil {
+		return nil, err
+	}
+	res, err := runner.Run(ctx, r.FleetStats, snapshot)
+	if res != nil {
+		res.Candidate = plan.Candidate.Name
+	}
+	return res, err
+}
+
+func printFigures(figs []scale.Figure) {
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nRUN\tFIGURE\tVALUE\tTARGET\t\tANCHOR")
+	for _, f := range figs {
+		mark := ""
+		if f.Met != nil {
+			mark = "MET"
+			if !*f.Met {
+				mark = "MISSED"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", f.Run, f.Name, formatValue(f.Value), f.Unit, f.Target, mark, f.Anchor)
+	}
+	tw.Flush()
+}
+
+func formatValue(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+// writeScaleReport writes scale.json and scale.html (tables and plots in
+// one file) and returns the figures.
+func writeScaleReport(dir string, runs []scaleRun) []scale.Figure {
+	var figs []scale.Figure
+	var throughput []reports.Series
+	var groups []string
+	lat := map[string]*reports.Series{}
+	latOrder := []string{}
+	for _, r := range runs {
+		if r.Result == nil {
+			continue
+		}
+		figs = append(figs, scale.Figures(r.Label, r.Result)...)
+		groups = append(groups, r.Label)
+		for _, ph := range r.Result.Phases {
+			if ph.Kind == "burst" {
+				throughput = append(throughput, reports.Series{Name: r.Label + " " + ph.Name, Points: ph.ThroughputSeries})
+			}
+			for _, q := range []struct {
+				n string
+				v float64
+			}{{"Perc50", ph.CreateToScheduled.Perc50}, {"Perc90", ph.CreateToScheduled.Perc90}, {"Perc99", ph.CreateToScheduled.Perc99}} {
+				key := ph.Name + " " + q.n
+				if lat[key] == nil {
+					lat[key] = &reports.Series{Name: key}
+					latOrder = append(latOrder, key)
+				}
+				lat[key].Points = append(lat[key].Points, q.v)
+			}
+		}
+	}
+	var latSeries []reports.Series
+	for _, k := range latOrder {
+		latSeries = append(latSeries, *lat[k])
+	}
+	b, _ := json.MarshalIndent(map[string]any{"runs": runs, "figures": figs}, "", "  ")
+	if err := os.WriteFile(filepath.Join(dir, "scale.json"), b, 0o644); err != nil {
+		logf("writing scale.json: %v", err)
+	}
+	var table strings.Builder
+	table.WriteString("<h2>Figures</h2><table><tr><th>run</th><th>figure</th><th>value</th><th>target</th><th>anchor</th></tr>")
+	for _, f := range figs {
+		cls := ""
+		if f.Met != nil {
+			cls = map[bool]string{true: "met", false: "miss"}[*f.Met]
+		}
+		fmt.Fprintf(&table, "<tr><td>%s</td><td>%s</td><td class=%q>%s %s</td><td>%s</td><td>%s</td></tr>", html.EscapeString(f.Run), html.EscapeString(f.Name), cls, formatValue(f.Value), f.Unit, html.EscapeString(f.Target), html.EscapeString(f.Anchor))
+	}
+	table.WriteString("</table>")
+	var contract strings.Builder
+	contract.WriteString("<h2>Contract under pressure</h2><table><tr><th>run</th><th>phase</th><th>pods checked</th><th>scheduled</th><th>violations</th><th>Pending by contract reason</th></tr>")
+	for _, r := range runs {
+		if r.Result == nil {
+			fmt.Fprintf(&contract, "<tr><td>%s</td><td colspan=5>%s</td></tr>", html.EscapeString(r.Label), html.EscapeString(r.Error))
+			continue
+		}
+		for _, ph := range r.Result.Phases {
+			fmt.Fprintf(&contract, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>", html.EscapeString(r.Label), ph.Name, ph.Contract.Pods, ph.Contract.Scheduled, ph.Contract.Violations, html.EscapeString(fmt.Sprint(ph.Contract.Pending)))
+		}
+	}
+	contract.WriteString("</table>")
+	page := reports.HTMLPage("gpupool scale benchmark",
+		table.String(),
+		"<h2>SchedulingThroughput over time</h2>"+reports.LineChart("pods bound per second (burst)", "seconds since the first create", "pods/s", throughput),
+		"<h2>Create→scheduled latency</h2>"+reports.BarChart("create→scheduled percentiles per fleet", "seconds", groups, latSeries),
+		contract.String())
+	if err := os.WriteFile(filepath.Join(dir, "scale.html"), []byte(page), 0o644); err != nil {
+		logf("writing scale.html: %v", err)
+	}
+	return figs
+}

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Tuning holds control-plane settings for large fleets. The zero value
+// keeps kwokctl's defaults, which suit the contract suites' dozen nodes.
+type Tuning struct {
+	// DisableQPSLimits is kwokctl's disableQPSLimits: the apiserver's
+	// inflight limits and priority-and-fairness off, controller-manager
+	// client QPS 5000, burst 10000.
+	DisableQPSLimits bool
+	// NodeLeaseDurationSeconds: kwok renews every node's Lease each quarter
+	// of it (kubelet's rule), so 10,000 nodes at kwok's default of 40 s cost
+	// 1,000 lease writes/s.
+	NodeLeaseDurationSeconds int
+	// NodeMonitorPeriod is how often the controller-manager checks node
+	// health (kwokctl: 5 s times its heartbeat factor of 5).
+	NodeMonitorPeriod time.Duration
+	// NodeMonitorGracePeriod is the controller-manager's
+	// --node-monitor-grace-period: how long a node may go without renewing
+	// its lease before it is marked NotReady. It must exceed the renew
+	// interval, with room for a slow apiserver.
+	NodeMonitorGracePeriod time.Duration
+	// KwokParallelism is how many workers kwok gives node stages, pod
+	// stages and lease renewals (kwok's default: 4 each).
+	KwokParallelism int
+	// Scheduler tunes kube-scheduler through a KubeSchedulerConfiguration.
+	Scheduler *SchedulerTuning
+	// DisabledControllers are controller-manager controllers turned off.
+	DisabledControllers []string
+	// APIServerGOGC and APIServerMemoryLimit set the apiserver's Go
+	// garbage collector (GOGC, GOMEMLIMIT): collecting less often while
+	// under a memory budget. Empty: Go's defaults.
+	APIServerGOGC, APIServerMemoryLimit string
+}
+
+// SchedulerTuning is the part of KubeSchedulerConfiguration scale runs set.
+type SchedulerTuning struct {
+	// QPS and Burst of the scheduler's client: the default 50/100 caps
+	// binds at about 50 pods/s.
+	QPS, Burst int
+	// PercentageOfNodesToScore: 0 is the scheduler's adaptive default
+	// (50% minus 1% per 125 nodes, at least 5%, at least 100 nodes).
+	PercentageOfNodesToScore int
+}
+
+// ScaleTuning is what gpupool uses for fleets of thousands of nodes; the
+// README explains each figure.
+func ScaleTuning() Tuning {
+	return Tuning{
+		DisableQPSLimits: true,
+		// Renewed every 150 s: 67 lease writes/s at 10,000 nodes instead of
+		// 1,000 at the kubelet's 40 s. A dead node takes 10 min to notice,
+		// which a benchmark never waits for.
+		NodeLeaseDurationSeconds: 600,
+		NodeMonitorPeriod:        25 * time.Second,
+		NodeMonitorGracePeriod:   600 * time.Second,
+		KwokParallelism:          16,
+		// Score 100 feasible nodes (the scheduler's floor) rather than 10%
+		// of 5,000: a GPU pod's feasible nodes are all alike, and the
+		// filter and score work per pod drops about fivefold.
+		Scheduler: &SchedulerTuning{QPS: 5000, Burst: 10000, PercentageOfNodesToScore: 1},
+		// The TTL controller annotates every node with a kubelet cache TTL
+		// that grows with the cluster, re-patching all nodes at 100, 500,
+		// 1,000 and 2,000 nodes; simulated nodes have no kubelet to read it.
+		DisabledControllers:  []string{"ttl"},
+		APIServerGOGC:        "300",
+		APIServerMemoryLimit: "3500MiB",
+	}
+}
+
+// render returns the KwokctlConfiguration options lines and any extra
+// documents the tuning needs; files go to dir.
+func (t Tuning) render(dir string) (options, topLevel string, docs []string, err error) {
+	var b strings.Builder
+	if t.NodeLeaseDurationSeconds > 0 || t.NodeMonitorGracePeriod > 0 || t.NodeMonitorPeriod > 0 {
+		// kwokctl multiplies these by its heartbeat factor (5) unless it is 1.
+		b.WriteString("  heartbeatFactor: 1\n")
+	}
+	if t.NodeMonitorPeriod > 0 {
+		fmt.Fprintf(&b, "  kubeControllerManagerNodeMonitorPeriodMilliseconds: %d\n", t.NodeMonitorPeriod.Milliseconds())
+	}
+	if t.DisableQPSLimits {
+		b.WriteString("  disableQPSLimits: true\n")
+	}
+	if t.NodeLeaseDurationSeconds > 0 {
+		fmt.Fprintf(&b, "  nodeLeaseDurationSeconds: %d\n", t.NodeLeaseDurationSeconds)
+	}
+	if t.NodeMonitorGracePeriod > 0 {
+		fmt.Fprintf(&b, "  kubeControllerManagerNodeMonitorGracePeriodMilliseconds: %d\n", t.NodeMonitorGracePeriod.Milliseconds())
+	}
+	if s := t.Scheduler; s != nil {
+		cfg := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+		if s.QPS > 0 {
+			cfg += fmt.Sprintf("clientConnection: {qps: %d, burst: %d}\n", s.QPS, max(s.Burst, s.QPS))
+		}
+		if s.PercentageOfNodesToScore > 0 {
+			cfg += fmt.Sprintf("percentageOfNodesToScore: %d\n", s.PercentageOfNodesToScore)
+		}
+		path := filepath.Join(dir, "gpupool-scheduler.yaml")
+		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+			return "", "", nil, err
+		}
+		fmt.Fprintf(&b, "  kubeSchedulerConfig: %s\n", path)
+	}
+	if p := t.KwokParallelism; p > 0 {
+		docs = append(docs, fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  nodePlayStageParallelism: %d
+  podPlayStageParallelism: %d
+  nodeLeaseParallelism: %d
+`, p, p, p))
+	}
+	var top strings.Builder
+	if len(t.DisabledControllers) > 0 || t.APIServerGOGC != "" || t.APIServerMemoryLimit != "" {
+		top.WriteString("componentsPatches:\n")
+	}
+	if len(t.DisabledControllers) > 0 {
+		fmt.Fprintf(&top, "  - name: kube-controller-manager\n    extraArgs:\n      - {key: controllers, value: \"*,-%s\"}\n", strings.Join(t.DisabledControllers, ",-"))
+	}
+	if t.APIServerGOGC != "" || t.APIServerMemoryLimit != "" {
+		top.WriteString("  - name: kube-apiserver\n    extraEnvs:\n")
+		if t.APIServerGOGC != "" {
+			fmt.Fprintf(&top, "      - {name: GOGC, value: %q}\n", t.APIServerGOGC)
+		}
+		if t.APIServerMemoryLimit != "" {
+			fmt.Fprintf(&top, "      - {name: GOMEMLIMIT, value: %q}\n", t.APIServerMemoryLimit)
+		}
+	}
+	return b.String(), top.String(), docs, nil
+}

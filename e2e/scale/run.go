@@ -1,0 +1,548 @@
+package scale
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/wait"
+)
+
+// Options tune how the run drives the cluster.
+type Options struct {
+	// Workers create pods in parallel (default 32).
+	Workers int
+	// ClusterDir is where the cluster's processes run from, to find them
+	// for memory figures ("" : only this process).
+	ClusterDir string
+	Log        func(format string, args ...any)
+}
+
+// Result is everything a scale run measured.
+type Result struct {
+	Fleet     string `json:"fleet"`
+	Workload  string `json:"workload"`
+	Candidate string `json:"candidate"`
+	Nodes     int    `json:"nodes"`
+	// NodeBringUp is fleet creation as the harness measured it.
+	NodeBringUp BringUp       `json:"nodeBringUp"`
+	Phases      []PhaseResult `json:"phases"`
+	// NodesNotReadyMax is the most nodes seen not Ready at once after
+	// bring-up (the target: 0, nodes held Ready for the whole run).
+	NodesNotReadyMax int `json:"nodesNotReadyMax"`
+	// APIMutating covers the whole run, bring-up included.
+	APIMutating MutatingLatency `json:"apiMutating"`
+	Memory      []ProcessMemory `json:"memory"`
+	// ControlPlanePeakRSS sums the peak RSS of every cluster process.
+	ControlPlanePeakRSS int64 `json:"controlPlanePeakRSSBytes"`
+	LivePods            int   `json:"livePodsAtEnd"`
+}
+
+// BringUp is node creation.
+type BringUp struct {
+	Nodes          int     `json:"nodes"`
+	CreateSeconds  float64 `json:"createSeconds"`
+	ReadySeconds   float64 `json:"readySeconds"`
+	NodesPerSecond float64 `json:"nodesPerSecond"`
+}
+
+// PhaseResult is one phase's figures.
+type PhaseResult struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"` // burst or churn
+	Created int    `json:"created"`
+	Deleted int    `json:"deleted"`
+	// DeletedUnbound: churn deleted them before they were bound, a sign
+	// the scheduler fell more than ten seconds behind.
+	DeletedUnbound int `json:"deletedUnbound"`
+	// DeletedPending: Pending pods deleted before the phase (deletePending).
+	DeletedPending int     `json:"deletedPending,omitempty"`
+	Seconds        float64 `json:"seconds"`
+	// SchedulingThroughput: pods bound per second, sampled every second
+	// from the phase's first create until its last schedulable pod is bound.
+	SchedulingThroughput Percentiles `json:"SchedulingThroughput"`
+	ThroughputSeries     []float64   `json:"throughputSeries"`
+	// CreateToScheduled: from just before the create call to the harness
+	// seeing the pod bound, in seconds.
+	CreateToScheduled Percentiles     `json:"CreateToScheduled"`
+	APIMutating       MutatingLatency `json:"apiMutating"`
+	Contract          Contract        `json:"contract"`
+	TimedOut          string          `json:"timedOut,omitempty"`
+}
+
+// Runner drives one workload on a provisioned cluster.
+type Runner struct {
+	cs       kubernetes.Interface
+	fl       *fleet.Fleet
+	w        *Workload
+	opt      Options
+	runID    string
+	tmpl     []template
+	expected []string
+	times    *podTimes
+
+	pods, nodes cache.SharedIndexInformer
+	notReady    atomic.Int64
+	notReadyMax atomic.Int64
+	nodesStop   chan struct{}
+	seq         atomic.Int64
+}
+
+// NewRunner prepares pod templates and namespaces.
+func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w *Workload, res Resolver, runID string, opt Options) (*Runner, error) {
+	if opt.Workers == 0 {
+		opt.Workers = 32
+	}
+	if opt.Log == nil {
+		opt.Log = func(string, ...any) {}
+	}
+	tmpl, err := buildTemplates(ctx, w, fl, res, runID)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureNamespaces(ctx, cs, tmpl); err != nil {
+		return nil, err
+	}
+	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{})}
+	for _, t := range tmpl {
+		r.expected = append(r.expected, t.expected)
+	}
+	return r, nil
+}
+
+// Run executes every phase. The fleet must be Ready.
+func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APISnapshot) (*Result, error) {
+	res := &Result{Fleet: r.fl.Metadata.Name, Workload: r.w.Metadata.Name, Nodes: bringUp.Nodes,
+		NodeBringUp: BringUp{Nodes: bringUp.Nodes, CreateSeconds: bringUp.CreateTime.Seconds(), ReadySeconds: bringUp.ReadyTime.Seconds(), NodesPerSecond: bringUp.NodesPerSec}}
+	// This process may serve several runs: its peak RSS restarts here
+	// (writing 5 to clear_refs resets VmHWM) and its CPU is counted from here.
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	ownCPU := cpuOf(os.Getpid())
+	stop := make(chan struct{})
+	defer close(stop)
+	if err := r.startInformers(ctx, stop); err != nil {
+		return nil, err
+	}
+	for _, ph := range r.w.Spec.Phases {
+		pr, err := r.phase(ctx, ph)
+		if err != nil {
+			return res, fmt.Errorf("phase %s: %w", ph.Name, err)
+		}
+		res.Phases = append(res.Phases, *pr)
+		r.opt.Log("phase %s: %d pods created, %.0f pods/s average SchedulingThroughput, create→scheduled p99 %.2fs, mutating API p99 %.3fs, %d contract violations",
+			pr.Name, pr.Created, pr.SchedulingThroughput.Average, pr.CreateToScheduled.Perc99, pr.APIMutating.Perc99, pr.Contract.Violations)
+	}
+	res.NodesNotReadyMax = int(r.notReadyMax.Load())
+	if after, err := scrapeAPIServer(ctx, r.cs); err == nil && before != nil {
+		res.APIMutating = after.since(before).summary()
+	}
+	res.Memory = processesUnder(r.opt.ClusterDir)
+	for i, m := range res.Memory {
+		if m.PID == os.Getpid() {
+			res.Memory[i].CPUSeconds -= ownCPU
+			continue
+		}
+		res.ControlPlanePeakRSS += m.PeakRSS
+	}
+	res.LivePods = len(r.pods.GetStore().ListKeys())
+	return res, nil
+}
+
+// Snapshot scrapes the apiserver's histograms (call before bring-up to
+// cover it).
+func Snapshot(ctx context.Context, cs kubernetes.Interface) (APISnapshot, error) {
+	return scrapeAPIServer(ctx, cs)
+}
+
+func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
+	pf := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = LabelRun + "=" + r.runID
+	}))
+	r.pods = pf.Core().V1().Pods().Informer()
+	seen := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			r.times.bound(p.Namespace+"/"+p.Name, time.Now())
+		}
+	}
+	if _, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
+		return err
+	}
+	nf := informers.NewSharedInformerFactory(r.cs, 0)
+	r.nodes = nf.Core().V1().Nodes().Informer()
+	var mu sync.Mutex
+	down := map[string]bool{}
+	track := func(obj any) {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fleet.NodeReady(n) {
+			delete(down, n.Name)
+		} else {
+			down[n.Name] = true
+		}
+		r.notReady.Store(int64(len(down)))
+		if int64(len(down)) > r.notReadyMax.Load() {
+			r.notReadyMax.Store(int64(len(down)))
+		}
+	}
+	if _, err := r.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: track, UpdateFunc: func(_, o any) { track(o) }}); err != nil {
+		return err
+	}
+	pf.Start(stop)
+	nf.Start(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.nodes.HasSynced) {
+		return errors.New("scale: informer caches did not sync")
+	}
+	r.notReadyMax.Store(r.notReady.Load())
+	return nil
+}
+
+// newPod returns the i-th pod of a phase, following the mix.
+func (r *Runner) newPod(phase string, i int) *corev1.Pod {
+	t := r.tmpl[r.w.Pick(i)]
+	n := r.seq.Add(1)
+	pod := t.pods[int(n)%len(t.pods)].DeepCopy()
+	pod.Name = fmt.Sprintf("%s-%s-%d", r.runID, phase, n)
+	pod.Labels[LabelPhase] = phase
+	return pod
+}
+
+func (r *Runner) create(ctx context.Context, pod *corev1.Pod) error {
+	r.times.create(pod.Namespace+"/"+pod.Name, time.Now())
+	_, err := r.cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	return err
+}
+
+func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
+	pr := &PhaseResult{Name: ph.Name, Kind: "burst"}
+	if ph.Churn() {
+		pr.Kind = "churn"
+	}
+	before, err := scrapeAPIServer(ctx, r.cs)
+	if err != nil {
+		return nil, err
+	}
+	timeout := ph.Timeout.Duration
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	if ph.DeletePending {
+		if pr.DeletedPending, err = r.deletePending(ctx, timeout); err != nil {
+			return nil, err
+		}
+	}
+	start := time.Now()
+	var keys []string // schedulable pods of this phase
+	var keysMu sync.Mutex
+	var created, failed atomic.Int64
+	var firstErr atomic.Value
+	record := func(pod *corev1.Pod) {
+		if err := r.create(ctx, pod); err != nil {
+			if failed.Add(1) == 1 {
+				firstErr.Store(fmt.Errorf("creating pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
+			return
+		}
+		created.Add(1)
+		entry, _ := strconv.Atoi(pod.Labels[LabelEntry])
+		if r.expected[entry] == "" {
+			keysMu.Lock()
+			keys = append(keys, pod.Namespace+"/"+pod.Name)
+			keysMu.Unlock()
+		}
+	}
+
+	// Throughput sampler: pods of this phase bound in each second.
+	sampleDone := make(chan struct{})
+	var samples []float64
+	var samplerWG sync.WaitGroup
+	samplerWG.Add(1)
+	go func() {
+		defer samplerWG.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		last := r.times.scheduledCount()
+		for {
+			select {
+			case <-sampleDone:
+				return
+			case <-tick.C:
+				now := r.times.scheduledCount()
+				samples = append(samples, float64(now-last))
+				last = now
+			}
+		}
+	}()
+
+	if ph.Churn() {
+		pr.Deleted, pr.DeletedUnbound, err = r.churn(ctx, ph, record)
+		if err != nil {
+			close(sampleDone)
+			samplerWG.Wait()
+			return nil, err
+		}
+	} else {
+		r.burst(ctx, ph, record)
+	}
+	if v := firstErr.Load(); v != nil {
+		close(sampleDone)
+		samplerWG.Wait()
+		return nil, fmt.Errorf("%d of %d creates failed, first: %w", failed.Load(), int(created.Load()+failed.Load()), v.(error))
+	}
+	pr.Created = int(created.Load())
+
+	// Wait for the phase's schedulable pods to be bound; stop early when
+	// nothing has been bound for stallAfter and the scheduler has judged
+	// every pod still waiting unschedulable (a full pool does not drain).
+	deadline := time.Now().Add(timeout)
+	last, lastChange := -1, time.Now()
+	for {
+		settled := r.times.settled(keys)
+		if settled >= len(keys) {
+			break
+		}
+		if settled != last {
+			last, lastChange = settled, time.Now()
+		}
+		if time.Now().After(deadline) {
+			pr.TimedOut = fmt.Sprintf("after %s, %d of %d schedulable pods of phase %s were bound", timeout, settled, len(keys), ph.Name)
+			break
+		}
+		if time.Since(lastChange) > stallAfter && r.allJudged(keys) {
+			pr.TimedOut = fmt.Sprintf("no pod bound for %s and the scheduler found the rest unschedulable: %d of %d schedulable pods of phase %s were bound", stallAfter, settled, len(keys), ph.Name)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			close(sampleDone)
+			samplerWG.Wait()
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	close(sampleDone)
+	samplerWG.Wait()
+	pr.Seconds = time.Since(start).Seconds()
+	pr.ThroughputSeries = samples
+	pr.SchedulingThroughput = percentiles(trimIdleTail(samples))
+	pr.CreateToScheduled = percentiles(seconds(r.times.latencies(keys)))
+
+	// Deliberately unschedulable pods: wait until the scheduler has tried
+	// each, so "stays Pending" means it was judged, then check the contract.
+	if err := r.waitJudged(ctx, time.Until(deadline)+30*time.Second); err != nil {
+		pr.TimedOut = err.Error()
+	}
+	if after, err := scrapeAPIServer(ctx, r.cs); err == nil {
+		pr.APIMutating = after.since(before).summary()
+	}
+	pr.Contract = r.contract(ctx)
+	return pr, nil
+}
+
+// stallAfter is how long a phase may bind nothing before, with every
+// waiting pod judged unschedulable, the wait gives up.
+const stallAfter = 30 * time.Second
+
+// allJudged reports whether every unbound pod among keys is marked
+// unschedulable by the scheduler.
+func (r *Runner) allJudged(keys []string) bool {
+	for _, k := range keys {
+		o, exists, err := r.pods.GetStore().GetByKey(k)
+		if err != nil || !exists {
+			continue
+		}
+		if p := o.(*corev1.Pod); p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !unschedulable(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// trimIdleTail drops trailing zero samples: the sampler's last tick can
+// fall after the last bind.
+func trimIdleTail(s []float64) []float64 {
+	for len(s) > 0 && s[len(s)-1] == 0 {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) {
+	work := make(chan *corev1.Pod, r.opt.Workers)
+	var wg sync.WaitGroup
+	for w := 0; w < r.opt.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				record(p)
+			}
+		}()
+	}
+	var tick *time.Ticker
+	if ph.Rate > 0 {
+		tick = time.NewTicker(time.Duration(float64(time.Second) / ph.Rate))
+		defer tick.Stop()
+	}
+	for i := 0; i < ph.Pods && ctx.Err() == nil; i++ {
+		if tick != nil {
+			<-tick.C
+		}
+		work <- r.newPod(ph.Name, i)
+	}
+	close(work)
+	wg.Wait()
+}
+
+// churn creates Rate pods/s for Duration and deletes each pod ten seconds
+// of pods later, keeping a steady population while the scheduler works.
+func (r *Runner) churn(ctx context.Context, ph Phase, record func(*corev1.Pod)) (deletedN, unboundN int, err error) {
+	interval := time.Duration(float64(time.Second) / ph.Rate)
+	keep := int(ph.Rate * 10)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	end := time.Now().Add(ph.Duration.Duration)
+	var live []*corev1.Pod
+	var wg sync.WaitGroup
+	var deleted, unbound atomic.Int64
+	sem := make(chan struct{}, r.opt.Workers)
+	for i := 0; time.Now().Before(end); i++ {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return int(deleted.Load()), int(unbound.Load()), ctx.Err()
+		case <-tick.C:
+		}
+		pod := r.newPod(ph.Name, i)
+		live = append(live, pod)
+		var victim *corev1.Pod
+		if len(live) > keep {
+			victim, live = live[0], live[1:]
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			record(pod)
+			if victim != nil {
+				if err := r.cs.CoreV1().Pods(victim.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{}); err == nil {
+					deleted.Add(1)
+					entry, _ := strconv.Atoi(victim.Labels[LabelEntry])
+					if !r.times.deleted(victim.Namespace+"/"+victim.Name) && r.expected[entry] == "" {
+						unbound.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return int(deleted.Load()), int(unbound.Load()), nil
+}
+
+// deletePending deletes every Pending pod of the run and waits until the
+// watch has seen them go.
+func (r *Runner) deletePending(ctx context.Context, timeout time.Duration) (int, error) {
+	var pending []*corev1.Pod
+	for _, o := range r.pods.GetStore().List() {
+		if p := o.(*corev1.Pod); p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
+			pending = append(pending, p)
+		}
+	}
+	sem := make(chan struct{}, r.opt.Workers)
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	for _, p := range pending {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				failed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return 0, fmt.Errorf("deleting Pending pods: %d of %d deletes failed", n, len(pending))
+	}
+	err := wait.For(ctx, fmt.Sprintf("%d deleted Pending pods to be gone", len(pending)), timeout, func(context.Context) (bool, string, error) {
+		left := 0
+		for _, p := range pending {
+			if _, exists, _ := r.pods.GetStore().Get(p); exists {
+				left++
+			}
+		}
+		return left == 0, fmt.Sprintf("%d still there", left), nil
+	})
+	return len(pending), err
+}
+
+// waitJudged waits until every Pending pod of the run has been found
+// unschedulable by the scheduler.
+func (r *Runner) waitJudged(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		waiting := 0
+		for _, o := range r.pods.GetStore().List() {
+			p := o.(*corev1.Pod)
+			if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
+				continue
+			}
+			if !unschedulable(p) {
+				waiting++
+			}
+		}
+		if waiting == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s, %d Pending pods had not been judged by the scheduler", timeout, waiting)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) contract(ctx context.Context) Contract {
+	var nodes []corev1.Node
+	for _, o := range r.nodes.GetStore().List() {
+		nodes = append(nodes, *o.(*corev1.Node))
+	}
+	var pods []corev1.Pod
+	for _, o := range r.pods.GetStore().List() {
+		pods = append(pods, *o.(*corev1.Pod))
+	}
+	nss, err := r.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Contract{Violations: 1, Examples: []string{"listing namespaces: " + err.Error()}}
+	}
+	return checkContract(r.fl, r.w, r.expected, nodes, pods, nss.Items)
+}

@@ -1,0 +1,230 @@
+// Package scale puts a GPU fleet under scheduler pressure and measures it
+// the way kube-scheduler's scheduler_perf does: workloads as data (a mix of
+// pod shapes, then phases of bursts and churn), SchedulingThroughput
+// sampled every second, create→scheduled latency percentiles, the
+// apiserver's mutating-call latency from its own histograms, and the peak
+// memory of every process. After each phase it checks the pool contract in
+// bulk over every pod.
+package scale
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+const (
+	APIVersion = "gpupool.dev/v1alpha1"
+	Kind       = "Workload"
+)
+
+// Shapes of pods in a mix: how a pod aims at its pool.
+const (
+	// ShapeWellFormed follows the contract: the pool's selector and
+	// tolerations, RuntimeClass nvidia, one unit of the pool's resource.
+	ShapeWellFormed = "well-formed"
+	// ShapeWholeGPU asks nvidia.com/gpu of a pool that advertises another
+	// resource (MIG, renamed time-slicing): it must stay Pending.
+	ShapeWholeGPU = "whole-gpu"
+	// ShapeUntolerated omits the pool's own taints: it must stay Pending.
+	ShapeUntolerated = "untolerated"
+)
+
+var shapes = []string{ShapeWellFormed, ShapeWholeGPU, ShapeUntolerated}
+
+// Workload is a scale workload file.
+type Workload struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec WorkloadSpec `json:"spec"`
+
+	File string `json:"-"`
+
+	once  sync.Once
+	cycle []int
+}
+
+// WorkloadSpec is the mix of pods and the phases that create them.
+type WorkloadSpec struct {
+	Mix    []MixEntry `json:"mix"`
+	Phases []Phase    `json:"phases"`
+}
+
+// MixEntry is one kind of pod and its share of every phase.
+type MixEntry struct {
+	Pool   string `json:"pool"`
+	Weight int    `json:"weight"`
+	// Shape: well-formed (default), whole-gpu or untolerated.
+	Shape string `json:"shape,omitempty"`
+}
+
+// Schedulable reports whether the contract expects the pod to be placed.
+func (m MixEntry) Schedulable() bool { return m.Shape == "" || m.Shape == ShapeWellFormed }
+
+// Phase creates pods. With Pods > 0 and no Duration it is a burst of Pods
+// pods, created as fast as the workers go (or at Rate pods/s). With
+// Duration it is churn: Rate pods/s created and as many of the phase's
+// oldest deleted, for Duration.
+type Phase struct {
+	Name     string   `json:"name"`
+	Pods     int      `json:"pods,omitempty"`
+	Rate     float64  `json:"rate,omitempty"`
+	Duration Duration `json:"duration,omitempty"`
+	// Timeout bounds the wait for the phase's schedulable pods to be
+	// placed (default: 5 min).
+	Timeout Duration `json:"timeout,omitempty"`
+	// DeletePending first deletes the run's Pending pods. The scheduler
+	// retries them whenever a GPU pod goes away, each retry a scan of every
+	// node: a churn phase with and without them shows what they cost.
+	DeletePending bool `json:"deletePending,omitempty"`
+}
+
+// Churn reports whether the phase is a churn phase.
+func (p Phase) Churn() bool { return p.Duration.Duration > 0 }
+
+// Duration reads "60s"-style durations.
+type Duration struct{ time.Duration }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration like 60s, got %s", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// LoadWorkload reads and validates a workload file.
+func LoadWorkload(path string) (*Workload, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	var w Workload
+	if err := yaml.UnmarshalStrict(data, &w); err != nil {
+		return nil, fmt.Errorf("workload %s: malformed: %w", path, err)
+	}
+	w.File = path
+	if err := w.Validate(); err != nil {
+		return nil, fmt.Errorf("workload %s: %w", path, err)
+	}
+	return &w, nil
+}
+
+// Validate checks the file on its own; pools are checked against the fleet
+// by CheckPools.
+func (w *Workload) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if w.APIVersion != APIVersion {
+		add("apiVersion: want %s, got %q", APIVersion, w.APIVersion)
+	}
+	if w.Kind != Kind {
+		add("kind: want %s, got %q", Kind, w.Kind)
+	}
+	if w.Metadata.Name == "" {
+		add("metadata.name: required")
+	}
+	if len(w.Spec.Mix) == 0 {
+		add("spec.mix: at least one entry is required")
+	}
+	for i, m := range w.Spec.Mix {
+		if m.Pool == "" {
+			add("spec.mix[%d].pool: required", i)
+		}
+		if m.Weight < 1 {
+			add("spec.mix[%d].weight: must be >= 1, got %d", i, m.Weight)
+		}
+		if m.Shape != "" && !contains(shapes, m.Shape) {
+			add("spec.mix[%d].shape: unknown shape %q (known: %s)", i, m.Shape, strings.Join(shapes, ", "))
+		}
+	}
+	if len(w.Spec.Phases) == 0 {
+		add("spec.phases: at least one phase is required")
+	}
+	for i, p := range w.Spec.Phases {
+		if p.Name == "" {
+			add("spec.phases[%d].name: required", i)
+		}
+		switch {
+		case p.Churn() && p.Rate <= 0:
+			add("spec.phases[%d] (%s).rate: a churn phase (duration set) needs a rate > 0", i, p.Name)
+		case !p.Churn() && p.Pods < 1:
+			add("spec.phases[%d] (%s).pods: a burst phase needs pods >= 1 (or set duration and rate for churn)", i, p.Name)
+		case p.Rate < 0:
+			add("spec.phases[%d] (%s).rate: must be >= 0", i, p.Name)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CheckPools reports mix entries naming pools the fleet does not have, or
+// shapes a pool cannot take.
+func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
+	var errs []error
+	for i, m := range w.Spec.Mix {
+		info, ok := pools[m.Pool]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool))
+		case m.Shape == ShapeWholeGPU && (!info.GPU || info.Resource == fakegpu.ResourceGPU):
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: whole-gpu needs a pool that advertises something other than %s; %s advertises %q", w.File, i, fakegpu.ResourceGPU, m.Pool, info.Resource))
+		case m.Shape == ShapeUntolerated && len(info.Taints) == 0:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: pool %s has no taints to leave untolerated", w.File, i, m.Pool))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PoolInfo is what the workload needs to know of a pool.
+type PoolInfo struct {
+	GPU      bool
+	Resource string
+	Taints   []string
+}
+
+// Pick returns the mix entry for the i-th pod of a phase. Entries are
+// interleaved by weight (smooth weighted round robin over one cycle of
+// the total weight), so every stretch of a phase has the mix's proportions.
+func (w *Workload) Pick(i int) int {
+	w.once.Do(func() {
+		total := 0
+		for _, m := range w.Spec.Mix {
+			total += m.Weight
+		}
+		counts := make([]int, len(w.Spec.Mix))
+		for s := 0; s < total; s++ {
+			best, bestGap := 0, -1.0
+			for j, m := range w.Spec.Mix {
+				if gap := float64(m.Weight)*float64(s+1)/float64(total) - float64(counts[j]); gap > bestGap {
+					best, bestGap = j, gap
+				}
+			}
+			counts[best]++
+			w.cycle = append(w.cycle, best)
+		}
+	})
+	return w.cycle[i%len(w.cycle)]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
