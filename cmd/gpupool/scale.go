@@ -161,9 +161,6 @@ func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
 		if p.GPU() {
 			info.Resource, _ = r.IntendedResource(p)
 		}
-		for _, t := range p.Taints {
-			info.Taints = append(info.Taints, t.Key)
-		}
 		out[p.Name] = info
 	}
 	return out

@@ -172,7 +172,8 @@ func (w *Workload) Validate() error {
 }
 
 // CheckPools reports mix entries naming pools the fleet does not have, or
-// shapes a pool cannot take.
+// shapes a pool's design cannot take. An untolerated pod for a pool whose
+// taints a candidate removed is not an error: that it lands is the finding.
 func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
 	var errs []error
 	for i, m := range w.Spec.Mix {
@@ -182,8 +183,6 @@ func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool))
 		case m.Shape == ShapeWholeGPU && (!info.GPU || info.Resource == fakegpu.ResourceGPU):
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: whole-gpu needs a pool that advertises something other than %s; %s advertises %q", w.File, i, fakegpu.ResourceGPU, m.Pool, info.Resource))
-		case m.Shape == ShapeUntolerated && len(info.Taints) == 0:
-			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: pool %s has no taints to leave untolerated", w.File, i, m.Pool))
 		}
 	}
 	return errors.Join(errs...)
@@ -191,9 +190,9 @@ func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
 
 // PoolInfo is what the workload needs to know of a pool.
 type PoolInfo struct {
-	GPU      bool
+	GPU bool
+	// Resource is what the pool's design advertises.
 	Resource string
-	Taints   []string
 }
 
 // Pick returns the mix entry for the i-th pod of a phase. Entries are
