@@ -314,10 +314,10 @@ spec: {base: `+filepath.Join(repoRoot, "manifests", "candidates", "reference")+`
 // A run killed with SIGKILL cannot clean up; the next run finds its
 // cluster (owner process gone) and removes it, processes included.
 func TestKilledRunIsCleanedByTheNext(t *testing.T) {
-	state := t.TempDir()
+	state, tmp := t.TempDir(), t.TempDir()
 	cmd := exec.Command(gpupoolBin, "up")
 	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state)
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -344,15 +344,17 @@ func TestKilledRunIsCleanedByTheNext(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "removing cluster "+filepath.Base(clusters[0])+" left by a run that is gone")
 	assertNothingLeft(t, state, "")
+	kubeconfigs, _ := filepath.Glob(filepath.Join(tmp, "kwok-cluster-*"))
+	assert.Empty(t, kubeconfigs, "the killed run's temp kubeconfig is removed with its cluster")
 }
 
 // The simulated GPU Operator follows the live cluster: a ConfigMap edit or a
 // node label changes what nodes advertise, level-based, without a restart.
 func TestGPUStackFollowsLiveConfig(t *testing.T) {
-	state := t.TempDir()
+	state, tmp := t.TempDir(), t.TempDir()
 	cmd := exec.Command(gpupoolBin, "up")
 	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state)
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

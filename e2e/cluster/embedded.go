@@ -193,6 +193,12 @@ func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Clust
 	// before writing one, or failed, make sure nothing of ours survives.
 	killClusterProcesses(dir)
 	errs = append(errs, os.RemoveAll(dir))
+	// e2e-framework's kwok provider keeps the kubeconfig in a temp file it
+	// removes on Destroy; a run killed before that leaves it behind.
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kwok-cluster-"+name+"-kubecfg*"))
+	for _, f := range left {
+		errs = append(errs, os.Remove(f))
+	}
 	return errors.Join(errs...)
 }
 
