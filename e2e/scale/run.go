@@ -272,6 +272,8 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	sampleDone := make(chan struct{})
 	var samples []float64
 	var samplerWG sync.WaitGroup
+	stopSampler := sync.OnceFunc(func() { close(sampleDone); samplerWG.Wait() })
+	defer stopSampler()
 	samplerWG.Add(1)
 	go func() {
 		defer samplerWG.Done()
@@ -293,16 +295,12 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	if ph.Churn() {
 		pr.Deleted, pr.DeletedUnbound, err = r.churn(ctx, ph, record)
 		if err != nil {
-			close(sampleDone)
-			samplerWG.Wait()
 			return nil, err
 		}
 	} else {
 		r.burst(ctx, ph, record)
 	}
 	if v := firstErr.Load(); v != nil {
-		close(sampleDone)
-		samplerWG.Wait()
 		return nil, fmt.Errorf("%d of %d creates failed, first: %w", failed.Load(), int(created.Load()+failed.Load()), v.(error))
 	}
 	pr.Created = int(created.Load())
@@ -311,33 +309,28 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	// nothing has been bound for stallAfter and the scheduler has judged
 	// every pod still waiting unschedulable (a full pool does not drain).
 	deadline := time.Now().Add(timeout)
-	last, lastChange := -1, time.Now()
-	for {
+	last, lastChange, stalled := -1, time.Now(), false
+	err = wait.For(ctx, fmt.Sprintf("the %d schedulable pods of phase %s to be bound", len(keys), ph.Name), timeout, func(context.Context) (bool, string, error) {
 		settled := r.times.settled(keys)
-		if settled >= len(keys) {
-			break
-		}
 		if settled != last {
 			last, lastChange = settled, time.Now()
 		}
-		if time.Now().After(deadline) {
-			pr.TimedOut = fmt.Sprintf("after %s, %d of %d schedulable pods of phase %s were bound", timeout, settled, len(keys), ph.Name)
-			break
+		seen := fmt.Sprintf("%d of %d bound", settled, len(keys))
+		if settled < len(keys) && time.Since(lastChange) > stallAfter && r.allJudged(keys) {
+			stalled = true
+			return true, seen, nil
 		}
-		if time.Since(lastChange) > stallAfter && r.allJudged(keys) {
-			pr.TimedOut = fmt.Sprintf("no pod bound for %s and the scheduler found the rest unschedulable: %d of %d schedulable pods of phase %s were bound", stallAfter, settled, len(keys), ph.Name)
-			break
-		}
-		select {
-		case <-ctx.Done():
-			close(sampleDone)
-			samplerWG.Wait()
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return settled >= len(keys), seen, nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case stalled:
+		pr.TimedOut = fmt.Sprintf("no pod bound for %s and the scheduler found the rest unschedulable: %d of %d schedulable pods of phase %s were bound", stallAfter, last, len(keys), ph.Name)
+	case err != nil:
+		pr.TimedOut = err.Error()
 	}
-	close(sampleDone)
-	samplerWG.Wait()
+	stopSampler()
 	pr.Seconds = time.Since(start).Seconds()
 	pr.ThroughputSeries = samples
 	pr.SchedulingThroughput = percentiles(trimIdleTail(samples))
@@ -496,30 +489,15 @@ func (r *Runner) deletePending(ctx context.Context, timeout time.Duration) (int,
 // waitJudged waits until every Pending pod of the run has been found
 // unschedulable by the scheduler.
 func (r *Runner) waitJudged(ctx context.Context, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return wait.For(ctx, "every Pending pod of the run to be judged by the scheduler", timeout, func(context.Context) (bool, string, error) {
 		waiting := 0
 		for _, o := range r.pods.GetStore().List() {
-			p := o.(*corev1.Pod)
-			if p.Spec.NodeName != "" || p.DeletionTimestamp != nil {
-				continue
-			}
-			if !unschedulable(p) {
+			if p := o.(*corev1.Pod); p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !unschedulable(p) {
 				waiting++
 			}
 		}
-		if waiting == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after %s, %d Pending pods had not been judged by the scheduler", timeout, waiting)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return waiting == 0, fmt.Sprintf("%d not yet marked unschedulable", waiting), nil
+	})
 }
 
 func unschedulable(p *corev1.Pod) bool {
