@@ -85,6 +85,8 @@ type Controller struct {
 	recorder  record.EventRecorder
 	broadcast record.EventBroadcaster
 
+	checkpoint *deviceCheckpoint
+
 	mu        sync.Mutex
 	stack     *fakegpu.Stack
 	stackErr  error
@@ -113,7 +115,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opt: opt, client: cs, dyn: dyn}
+	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint()}
 	c.factory = informers.NewSharedInformerFactory(cs, 0)
 	c.nsFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(opt.Namespace))
 	c.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
@@ -161,6 +163,14 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueuePod,
 		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				c.checkpoint.forget(p.UID)
+			}
+		},
 	})
 	return c, nil
 }

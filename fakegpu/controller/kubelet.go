@@ -42,38 +42,16 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 	if err != nil {
 		onNode = c.podsOnNodeSlow(node.Name)
 	}
-	var gpuPods []fakegpu.GPUPod
-	created := map[string]int64{}
-	byKey := map[string]*corev1.Pod{}
+	pods := make([]*corev1.Pod, 0, len(onNode))
 	for _, o := range onNode {
-		p := o.(*corev1.Pod)
-		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || alreadyJudged(p, fakegpu.OutcomeOOMKilled) {
-			continue
-		}
-		gp := c.gpuPod(p)
-		gpuPods = append(gpuPods, gp)
-		created[gp.Key] = p.CreationTimestamp.UnixNano()
-		byKey[gp.Key] = p
+		pods = append(pods, o.(*corev1.Pod))
 	}
-	fakegpu.SortPods(gpuPods, created)
-	capacity := map[string]int64{}
-	for name, q := range node.Status.Capacity {
-		if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
-			capacity[string(name)] = q.Value()
-		}
-	}
-	verdicts := stack.Kubelet(node.Name, node.Labels, capacity, inv, gpuPods)
-	now := time.Now().UnixNano()
-	for i, gp := range gpuPods { // in arrival order, so allocation times keep it
-		k, v := gp.Key, verdicts[gp.Key]
-		p := byKey[k]
-		if p == nil {
-			continue
-		}
-		if len(v.Devices) > 0 && p.Annotations[fakegpu.AnnotationVisibleDevices] == "" && !c.opt.SkipDeviceRecords {
+	for _, j := range judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano()) {
+		p, v := j.pod, j.verdict
+		if j.record != nil && !c.opt.SkipDeviceRecords {
 			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-				fakegpu.AnnotationVisibleDevices: strings.Join(v.Devices, ","),
-				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(now+int64(i), 10),
+				fakegpu.AnnotationVisibleDevices: strings.Join(j.record.devices, ","),
+				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(j.record.at, 10),
 			}}}
 			b, _ := json.Marshal(patch)
 			if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}); err != nil {
@@ -92,9 +70,65 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		if err := c.applyVerdict(ctx, p, v); err != nil {
 			return 0, ignoreNotFound(err)
 		}
-		c.opt.Log("fakegpu: pod %s on %s: %s", k, node.Name, v.Outcome)
+		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
 	}
 	return 0, nil
+}
+
+// judgement is the simulated kubelet's decision for one pod: its verdict
+// and, when the pod does not carry its allocation yet, the record to write.
+type judgement struct {
+	pod     *corev1.Pod
+	verdict fakegpu.Verdict
+	record  *allocation
+}
+
+// judgeNode judges the live GPU pods on one node, as the informer shows
+// them, in arrival order. An allocation is made once per pod and kept in
+// the checkpoint before it is written: the informer may not show the
+// controller's own writes yet, and allocating again from that stale view
+// would hand a device already given away to a second pod.
+func judgeNode(stack *fakegpu.Stack, node *corev1.Node, inv fakegpu.NodeInventory, onNode []*corev1.Pod, gpuPod func(*corev1.Pod) fakegpu.GPUPod, cp *deviceCheckpoint, now int64) []judgement {
+	var gpuPods []fakegpu.GPUPod
+	created := map[string]int64{}
+	byKey := map[string]*corev1.Pod{}
+	for _, p := range onNode {
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || alreadyJudged(p, fakegpu.OutcomeOOMKilled) {
+			continue
+		}
+		gp := gpuPod(p)
+		if a, ok := cp.get(p.UID); ok {
+			gp.Devices, gp.AllocatedAt = a.devices, a.at
+		}
+		gpuPods = append(gpuPods, gp)
+		created[gp.Key] = p.CreationTimestamp.UnixNano()
+		byKey[gp.Key] = p
+	}
+	fakegpu.SortPods(gpuPods, created)
+	capacity := map[string]int64{}
+	for name, q := range node.Status.Capacity {
+		if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
+			capacity[string(name)] = q.Value()
+		}
+	}
+	verdicts := stack.Kubelet(node.Name, node.Labels, capacity, inv, gpuPods)
+	var out []judgement
+	for i, gp := range gpuPods { // in arrival order, so allocation times keep it
+		p, v := byKey[gp.Key], verdicts[gp.Key]
+		j := judgement{pod: p, verdict: v}
+		if len(v.Devices) > 0 {
+			a, ok := cp.get(p.UID)
+			if !ok {
+				a = allocation{devices: v.Devices, at: now + int64(i)}
+				cp.put(p.UID, a)
+			}
+			if p.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
+				j.record = &a
+			}
+		}
+		out = append(out, j)
+	}
+	return out
 }
 
 func (c *Controller) podsOnNodeSlow(node string) []any {
