@@ -1,6 +1,8 @@
 # gpupool: two commands do all setup on a fresh machine.
 #   make conformance   build what is missing, run the contract on the embedded cluster
-#   make test          unit tests, then the suites and the CLI end to end
+#   make test          unit tests, then the suites and the CLI end to end, then the kind path
+#   make conformance-kind   the main job on a kind cluster with a real kubelet (needs root
+#                      once, to install and start Docker; builds the node image offline)
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 GO ?= go
@@ -12,7 +14,8 @@ GPUPOOL_FLAGS ?=
 BIN := bin/gpupool
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
-.PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help
+.PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help \
+	docker build-kind conformance-kind test-kind
 
 all: build
 
@@ -38,7 +41,31 @@ conformance: build
 mutants: build
 	$(BIN) mutants
 
-test: test-unit test-suites test-e2e test-scale mutants
+test: test-unit test-suites test-e2e test-scale mutants test-kind
+
+## The kind path. A Docker engine from Debian's docker.io (installed and
+## started if missing), kind, the node binaries, a kind node image built
+## with nothing pulled, and the images gpupool loads into kind; all cached.
+docker:
+	bash hack/setup-docker.sh
+
+build-kind: build docker
+	bash hack/build-control-plane.sh kind
+	bash hack/build-control-plane.sh node
+	bash hack/build-kind-node-image.sh >/dev/null
+	bash hack/build-kind-images.sh >/dev/null
+
+## The main job on kind: the same suites, plus the checks only a real
+## kubelet can make (labelled provider=kind).
+conformance-kind: build-kind
+	$(BIN) run --provider kind $(RUN_FLAGS)
+
+## The kind path end to end: the reference passes every check on kind, and
+## each kind-only check fails on a candidate that breaks it.
+KIND_MUTANTS := manifests/candidates/broken-no-fail-requests-greater-than-one,manifests/candidates/broken-default-timesliced,manifests/candidates/broken-device-plugin-disabled
+test-kind: build-kind
+	$(BIN) run --provider kind --out reports/out/test-kind
+	$(BIN) mutants --provider kind --suites ./suites/kubelet --candidates $(KIND_MUTANTS) --out reports/out/test-kind-mutants
 
 ## The scale path at small size (200 nodes, about 1,000 pods, a short churn):
 ## asserts the contract in bulk and that the run completes, never a speed.
@@ -69,6 +96,7 @@ test-suites: build
 test-e2e: build
 	$(GO) test -count=1 -p 1 -tags e2e -timeout 30m ./cmd/gpupool/...
 
+## Removes every cluster gpupool made, on every provider.
 down: gpupool
 	$(BIN) down
 

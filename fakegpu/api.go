@@ -7,6 +7,11 @@ const (
 	// catalog key and a count. A node without them is not a GPU node.
 	AnnotationSKU  = "fakegpu.gpupool.dev/sku"
 	AnnotationGPUs = "fakegpu.gpupool.dev/gpus"
+	// AnnotationKubelet set to "real" marks a GPU node run by a real
+	// kubelet with the fake device plugin (cmd/fake-device-plugin): its
+	// resources and its pods are the kubelet's, and the simulator only
+	// publishes what GPU Feature Discovery and the MIG manager would.
+	AnnotationKubelet = "fakegpu.gpupool.dev/kubelet"
 	// AnnotationDevicePlugin set to "down" simulates a crashed device
 	// plugin on the node (its pod gone): allocatable GPUs drop to 0.
 	AnnotationDevicePlugin = "fakegpu.gpupool.dev/device-plugin"
@@ -46,3 +51,9 @@ const (
 	MIGStateSuccess = "success"
 	MIGStateFailed  = "failed"
 )
+
+// RealKubelet reports whether a node's kubelet and device plugin are real
+// (AnnotationKubelet "real") rather than simulated.
+func RealKubelet(annotations map[string]string) bool {
+	return annotations[AnnotationKubelet] == "real"
+}

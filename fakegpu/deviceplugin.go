@@ -162,6 +162,21 @@ func (c *DevicePluginConfig) Replicas(name string) (replicas int, advertisedAs s
 	return 1, name
 }
 
+// SharedReplicas maps each shared resource, by the name it is advertised
+// under, to its replicas per device. A nil config shares nothing.
+func (c *DevicePluginConfig) SharedReplicas() map[string]int {
+	out := map[string]int{}
+	_, rr := c.SharingMode()
+	if rr == nil {
+		return out
+	}
+	for _, r := range rr.Resources {
+		replicas, name := c.Replicas(r.Name)
+		out[name] = replicas
+	}
+	return out
+}
+
 // DevicePluginConfigs is the device-plugin ConfigMap: one config per key, a
 // node choosing its key with the nvidia.com/device-plugin.config label.
 type DevicePluginConfigs map[string]*DevicePluginConfig

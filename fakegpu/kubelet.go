@@ -68,7 +68,7 @@ type Verdict struct {
 func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[string]int64, inv NodeInventory, pods []GPUPod) map[string]Verdict {
 	out := map[string]Verdict{}
 	cfg, _ := s.DevicePluginConfigFor(nodeLabels)
-	shared := sharedResources(cfg)
+	shared := cfg.SharedReplicas()
 
 	taken := map[string]bool{}
 	for _, p := range pods {
@@ -83,9 +83,8 @@ func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[
 		}
 		if cfg.FailsRequestsGreaterThanOne() {
 			if name, n := overOne(p.Limits, shared); name != "" {
-				base := strings.TrimSuffix(name, ".shared")
-				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: fmt.Sprintf(
-					"Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found %d, which is unexpected", base, n)}
+				// The kubelet wraps the plugin's gRPC error this way.
+				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed due to rpc error: code = Unknown desc = " + SharedRequestTooLarge(name, n).Error()}
 				continue
 			}
 		}
@@ -138,10 +137,11 @@ func allocate(node string, limits map[string]int64, shared map[string]int, adver
 		if want == 0 || !strings.HasPrefix(name, LabelPrefix) {
 			continue
 		}
-		total := advertised[name]
 		var got []string
-		for k := int64(0); k < total && int64(len(got)) < want; k++ {
-			id := deviceID(node, name, k, shared[name])
+		for _, id := range DeviceIDs(node, name, advertised[name], shared[name]) {
+			if int64(len(got)) == want {
+				break
+			}
 			if !taken[id] {
 				got = append(got, id)
 			}
@@ -157,8 +157,22 @@ func allocate(node string, limits map[string]int64, shared map[string]int, adver
 	return devices, nil
 }
 
-// deviceID names the k-th device of a resource the way the real plugin
-// does: a GPU UUID, with "::<replica>" for shared replicas, or a MIG UUID.
+// DeviceIDs lists the IDs of the count devices a node advertises of
+// resource, in the order the device plugin lists them. They are named the
+// way the real plugin names them: a GPU UUID, with "::<replica>" for the
+// replicas of a shared GPU (replicas > 1), or a MIG device UUID. The UUIDs
+// are derived from the node name, so they are stable across restarts and
+// the same wherever they are computed (the simulated kubelet, the kubelet
+// plugin).
+func DeviceIDs(node, resource string, count int64, replicas int) []string {
+	ids := make([]string, 0, max(count, 0))
+	for k := int64(0); k < count; k++ {
+		ids = append(ids, deviceID(node, resource, k, replicas))
+	}
+	return ids
+}
+
+// deviceID names the k-th device of a resource (see DeviceIDs).
 func deviceID(node, resource string, k int64, replicas int) string {
 	uuid := func(parts ...string) string {
 		sum := sha256.Sum256([]byte(node + "/" + strings.Join(parts, "/")))
@@ -175,6 +189,15 @@ func deviceID(node, resource string, k int64, replicas int) string {
 	return "GPU-" + uuid("gpu", strconv.FormatInt(k, 10))
 }
 
+// SharedRequestTooLarge is the error the device plugin's Allocate returns
+// under failRequestsGreaterThanOne when a container asks for requested (> 1)
+// devices of the shared resource advertised as resource (DP: internal/rm).
+// A .shared suffix (renameByDefault) is left out of the name it quotes.
+func SharedRequestTooLarge(resource string, requested int64) error {
+	return fmt.Errorf("invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found %d, which is unexpected",
+		strings.TrimSuffix(resource, ".shared"), requested)
+}
+
 // sharedGPUs returns the physical GPUs behind shared device IDs.
 func sharedGPUs(devices []string) []string {
 	seen := map[string]bool{}
@@ -184,20 +207,6 @@ func sharedGPUs(devices []string) []string {
 			seen[d[:i]] = true
 			out = append(out, d[:i])
 		}
-	}
-	return out
-}
-
-// sharedResources maps each advertised shared resource to its replicas.
-func sharedResources(cfg *DevicePluginConfig) map[string]int {
-	out := map[string]int{}
-	_, rr := cfg.SharingMode()
-	if rr == nil {
-		return out
-	}
-	for _, r := range rr.Resources {
-		replicas, name := cfg.Replicas(r.Name)
-		out[name] = replicas
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package fakegpu
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,3 +140,28 @@ sharing:
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// DeviceIDs is what the simulated kubelet allocates from, first free
+// first: the kubelet plugin lists the same IDs to a real kubelet.
+func TestDeviceIDsAreWhatTheKubeletAllocates(t *testing.T) {
+	cfg := mustDevicePluginConfig(t, dpTimeSlicing4Renamed)
+	s := &Stack{Policy: &ClusterPolicySettings{DevicePluginEnabled: true, DevicePluginDefault: "ts", DevicePluginConfig: "cm"}, DevicePlugin: DevicePluginConfigs{"ts": cfg}}
+	inv := NodeInventory{SKU: mustSKU(t, "l4"), Count: 2}
+	capacity := map[string]int64{"nvidia.com/gpu.shared": 8}
+	ids := DeviceIDs("n", "nvidia.com/gpu.shared", 8, 4)
+	gpu := func(id string) string { g, _, _ := strings.Cut(id, "::"); return g }
+	if len(ids) != 8 || !strings.HasSuffix(ids[0], "::0") || !strings.HasSuffix(ids[3], "::3") || gpu(ids[3]) != gpu(ids[0]) || gpu(ids[4]) == gpu(ids[0]) {
+		t.Fatalf("DeviceIDs = %v, want replicas ::0..::3 of one GPU, then of another", ids)
+	}
+	got := s.Kubelet("n", nil, capacity, inv, []GPUPod{
+		{Key: "a", Limits: map[string]int64{"nvidia.com/gpu.shared": 3}, RuntimeHandler: RuntimeHandler},
+		{Key: "b", Limits: map[string]int64{"nvidia.com/gpu.shared": 2}, RuntimeHandler: RuntimeHandler},
+	})
+	if !slices.Equal(got["a"].Devices, ids[:3]) || !slices.Equal(got["b"].Devices, ids[3:5]) {
+		t.Errorf("allocated a=%v b=%v, want %v and %v", got["a"].Devices, got["b"].Devices, ids[:3], ids[3:5])
+	}
+	want := `invalid allocation request for "nvidia.com/gpu": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected`
+	if err := SharedRequestTooLarge("nvidia.com/gpu.shared", 2); err.Error() != want {
+		t.Errorf("SharedRequestTooLarge = %q, want %q", err, want)
+	}
+}

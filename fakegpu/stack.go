@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Stack is the GPU Operator configuration of a cluster: the ClusterPolicy
@@ -161,3 +162,16 @@ func StackFromObjects(objs []*unstructured.Unstructured, defaultMIG *MIGPartedCo
 // DefaultMIGPartedConfigMap is the ConfigMap the GPU Operator ships its
 // default mig-parted config in (GO: assets/state-mig-manager/0400_configmap.yaml).
 const DefaultMIGPartedConfigMap = "default-mig-parted-config"
+
+// AsStackInput converts a typed object, as an informer holds it (with an
+// empty TypeMeta), into the form StackFromObjects reads, which matches on
+// kind.
+func AsStackInput(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetKind(kind)
+	return u, nil
+}

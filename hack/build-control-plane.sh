@@ -13,10 +13,12 @@ cleanup() { [[ ${#SCRATCH[@]} -eq 0 ]] || rm -rf "${SCRATCH[@]}"; }
 trap cleanup EXIT
 new_scratch() { local d; d="$(mktemp -d "$GPUPOOL_CACHE/.build.XXXXXX")"; SCRATCH+=("$d"); REPLY="$d"; }
 
-build_kubernetes() {
-  local bins=(kube-apiserver kube-controller-manager kube-scheduler)
+# kube_build BIN... : builds k8s.io/kubernetes commands into KUBE_BIN_DIR,
+# skipping it when all are there.
+kube_build() {
+  local bins=("$@")
   if have_all "$KUBE_BIN_DIR" "${bins[@]}"; then
-    log "kubernetes $KUBE_VERSION: cached in $KUBE_BIN_DIR"; return
+    log "kubernetes $KUBE_VERSION: ${bins[*]} cached in $KUBE_BIN_DIR"; return
   fi
   local v="${KUBE_VERSION#v}" major minor
   major="${v%%.*}"; minor="${v#*.}"; minor="${minor%%.*}"
@@ -29,15 +31,19 @@ build_kubernetes() {
     ldflags+=" -X k8s.io/client-go/pkg/version.$key=$val -X k8s.io/component-base/version.$key=$val"
   done
   log "kubernetes $KUBE_VERSION: building ${bins[*]} (cold: about 8 min on 2 cores)"
-  new_scratch; local tmp="$REPLY"
-  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" \
-      k8s.io/kubernetes/cmd/kube-apiserver \
-      k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler)
+  new_scratch; local tmp="$REPLY" pkgs=() b
+  for b in "${bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
+  # Static like upstream's release binaries: the kind node image has no Go runtime deps.
+  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
   mkdir -p "$KUBE_BIN_DIR"
   for b in "${bins[@]}"; do mv "$tmp/$b" "$KUBE_BIN_DIR/$b"; done
-  log "kubernetes $KUBE_VERSION: built into $KUBE_BIN_DIR"
+  log "kubernetes $KUBE_VERSION: built ${bins[*]} into $KUBE_BIN_DIR"
 }
+
+build_kubernetes() { kube_build kube-apiserver kube-controller-manager kube-scheduler; }
+
+# What a kind node runs besides the control plane.
+build_node() { kube_build kubelet kubeadm kubectl kube-proxy; }
 
 build_etcd() {
   if have_all "$ETCD_BIN_DIR" etcd; then log "etcd $ETCD_VERSION: cached"; return; fi
@@ -63,6 +69,12 @@ build_kwok() {
   go_install "$KWOK_BIN_DIR" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION"
 }
 
+build_kind() {
+  if have_all "$KIND_BIN_DIR" kind; then log "kind $KIND_VERSION: cached"; return; fi
+  log "kind $KIND_VERSION: building"
+  go_install "$KIND_BIN_DIR" "sigs.k8s.io/kind@$KIND_VERSION"
+}
+
 mkdir -p "$GPUPOOL_CACHE"
 what="${1:-all}"
 case "$what" in
@@ -70,5 +82,7 @@ case "$what" in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok]" >&2; exit 2 ;;
+  node) build_node ;;
+  kind) build_kind ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|node|kind]" >&2; exit 2 ;;
 esac

@@ -22,13 +22,18 @@ import (
 )
 
 type runFlags struct {
-	candidate, fleet, out, suites string
-	keep                          bool
+	candidate, fleet, out, suites, provider string
+	keep                                    bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default "+harness.DefaultCandidate+"; env CANDIDATE)")
 	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else "+harness.DefaultFleet+"; env FLEET)")
+	registerProvider(fs, &f.provider)
+}
+
+func registerProvider(fs *flag.FlagSet, p *string) {
+	fs.StringVar(p, "provider", os.Getenv("GPUPOOL_PROVIDER"), "cluster provider: "+strings.Join(harness.Providers, " or ")+" (default embedded; env GPUPOOL_PROVIDER)")
 }
 
 func runCmd(ctx context.Context, args []string) error {
@@ -66,7 +71,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep})
+	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider})
 	if err != nil {
 		return err
 	}
@@ -88,6 +93,8 @@ type runSpec struct {
 	suites []suite
 	out    string
 	keep   bool
+	// provider names the cluster provider ("" = embedded).
+	provider string
 }
 
 // execute brings up a cluster for the plan, runs the suites against it,
@@ -99,7 +106,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	}
 	plan := spec.plan
 	logf("run %s: candidate %s, fleet %s", spec.id, plan.Candidate.Dir, plan.Fleet.File)
-	provider, err := harness.EmbeddedProvider(spec.id)
+	provider, err := harness.NewProvider(spec.provider, spec.id)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +146,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 		return nil, err
 	}
 	for _, s := range spec.suites {
-		if err := runSuite(ctx, s, r, ef); err != nil {
+		if err := runSuite(ctx, s, r, provider.Kind(), ef); err != nil {
 			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {
 				break
@@ -260,17 +267,19 @@ func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, erro
 	return suites, nil
 }
 
-// runSuite runs one suite binary against the run's cluster, converting
-// its output to test2json events, appending them to w and printing each
-// check's outcome as it ends. The binary and the converter are direct
+// runSuite runs one suite binary against the run's cluster (made by the
+// named provider), converting its output to test2json events, appending
+// them to w and printing each check's outcome as it ends. The binary and the converter are direct
 // children with a parent-death signal, so even a SIGKILLed gpupool leaves
 // no suite running.
-func runSuite(ctx context.Context, s suite, r *harness.Run, w io.Writer) error {
+func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, w io.Writer) error {
 	suiteCmd := exec.CommandContext(ctx, s.bin,
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
 		"--gpupool.fleet", r.Fleet.File,
 		"--gpupool.candidate", r.Candidate.Dir,
+		// Checks only one provider can make are labelled with it.
+		"--skip-labels", harness.OtherProvidersLabels(provider),
 	)
 	suiteCmd.Dir = s.dir
 	suiteCmd.Stderr = os.Stderr

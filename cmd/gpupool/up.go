@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -24,7 +25,7 @@ func upCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	name := harness.NewRunName()
-	provider, err := harness.EmbeddedProvider(name)
+	provider, err := harness.NewProvider(f.provider, name)
 	if err != nil {
 		return err
 	}
@@ -49,16 +50,30 @@ func upCmd(ctx context.Context, args []string) error {
 
 func downCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gpupool down", flag.ContinueOnError)
+	var only string
+	registerProvider(fs, &only)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	provider, err := harness.EmbeddedProvider("down")
-	if err != nil {
-		return err
+	// Every provider unless one is named: down means nothing of gpupool's is left.
+	kinds := harness.Providers
+	if only != "" {
+		kinds = []string{only}
 	}
-	n, err := provider.RemoveAll(ctx)
-	logf("removed %d clusters", n)
-	return err
+	var errs []error
+	for _, kind := range kinds {
+		provider, err := harness.NewProvider(kind, "down")
+		if err != nil {
+			if only != "" {
+				return err
+			}
+			continue // not set up on this machine: it made no clusters
+		}
+		n, err := provider.RemoveAll(ctx)
+		logf("removed %d %s clusters", n, kind)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 func checksCmd(args []string) error {

@@ -105,3 +105,20 @@ var PendingExplained = Register(Check{
 	ID: "pending.explained-by-contract", Area: AreaPendingExplained,
 	Rule: "After a mixed GPU workload settles, every Pending GPU pod is explained by the pool contract (no pool advertises what it asks, its selector or tolerations match no pool, the pool advertises another resource, the pool is full, or its device plugin is down); the report lists each with its reason.",
 })
+
+// Checks only a real kubelet can make: the device-plugin API is where the
+// kubelet enforces them, and KWOK nodes have no kubelet.
+var (
+	KubeletRejectsSharedOverOne = Register(Check{
+		ID: "kubelet.rejects-shared-request-over-one", Area: AreaSharing, Provider: "kind",
+		Rule: "On a real kubelet, a pod asking for 2 replicas of a time-sliced GPU under failRequestsGreaterThanOne is scheduled, then rejected by the kubelet's Allocate call: phase Failed, reason UnexpectedAdmissionError.",
+	})
+	KubeletAllocatesDistinctGPUs = Register(Check{
+		ID: "kubelet.allocates-distinct-gpus", Area: AreaSharing, Provider: "kind",
+		Rule: "On a real kubelet, a GPU pod of an exclusive pool sees the devices the device plugin allocated (NVIDIA_VISIBLE_DEVICES in its environment), and two such pods never see the same GPU.",
+	})
+	KubeletPluginLossWithdrawsGPUs = Register(Check{
+		ID: "kubelet.plugin-loss-withdraws-gpus", Area: AreaOperatorHealth, Provider: "kind",
+		Rule: "On a real kubelet, taking the device-plugin pod off the node (nvidia.com/gpu.deploy.device-plugin=false, as the GPU Operator does) drops the node's allocatable GPUs to 0 once the kubelet notices, and the DaemonSet's new pod brings them back.",
+	})
+)

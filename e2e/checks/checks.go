@@ -40,6 +40,9 @@ type Check struct {
 	Area string `json:"area"`
 	// Rule is the contract rule the check guards, as a sentence.
 	Rule string `json:"rule"`
+	// Provider names the only cluster provider that can make the check
+	// ("kind": it needs a real kubelet); empty means any.
+	Provider string `json:"provider,omitempty"`
 }
 
 var catalog = map[string]Check{}
@@ -72,7 +75,16 @@ func All() []Check {
 
 // Feature starts an e2e-framework feature for the check: the feature's name
 // is the check id (so test output and reports carry it), labelled with its
-// id and area for selection (--labels area=sharing).
+// id and area for selection (--labels area=sharing), and with the only
+// provider that can make it, if one.
 func (c Check) Feature() *features.FeatureBuilder {
-	return features.New(c.ID).WithLabel("check", c.ID).WithLabel("area", c.Area)
+	f := features.New(c.ID).WithLabel("check", c.ID).WithLabel("area", c.Area)
+	if c.Provider != "" {
+		f = f.WithLabel(LabelProvider, c.Provider)
+	}
+	return f
 }
+
+// LabelProvider labels the features of checks only one provider can make;
+// a run skips those of other providers (--skip-labels provider=kind).
+const LabelProvider = "provider"

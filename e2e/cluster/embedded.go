@@ -193,9 +193,16 @@ func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Clust
 	// before writing one, or failed, make sure nothing of ours survives.
 	killClusterProcesses(dir)
 	errs = append(errs, os.RemoveAll(dir))
-	// e2e-framework's kwok provider keeps the kubeconfig in a temp file it
-	// removes on Destroy; a run killed before that leaves it behind.
-	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kwok-cluster-"+name+"-kubecfg*"))
+	errs = append(errs, removeTempKubeconfigs("kwok", name))
+	return errors.Join(errs...)
+}
+
+// removeTempKubeconfigs removes the copies of a cluster's kubeconfig that
+// e2e-framework's providers (kind, kwok) keep in temp files and remove
+// only on their own Destroy: a run killed before that leaves them behind.
+func removeTempKubeconfigs(provider, cluster string) error {
+	var errs []error
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), provider+"-cluster-"+cluster+"-kubecfg*"))
 	for _, f := range left {
 		errs = append(errs, os.Remove(f))
 	}

@@ -18,6 +18,12 @@ type Cluster struct {
 	// Components names what runs the control plane and at which version,
 	// for reports.
 	Components map[string]string
+	// RealNodes are the nodes with a real kubelet (none on the embedded
+	// cluster, whose nodes are all KWOK's).
+	RealNodes []string
+	// Images are local images the provider loaded into the real nodes, by
+	// role ("device-plugin").
+	Images map[string]string
 }
 
 // Provider creates and destroys clusters of one kind.

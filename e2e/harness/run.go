@@ -186,6 +186,13 @@ func (r *Run) Provision(ctx context.Context) error {
 	}
 	r.applied = applied
 	r.Log("candidate %s: %d objects applied in %s", r.Candidate.Name, len(r.Candidate.Objects), time.Since(start).Round(time.Millisecond))
+	if img := r.Cluster.Images["device-plugin"]; len(r.Cluster.RealNodes) > 0 && img != "" {
+		start = time.Now()
+		if err := r.installDevicePlugin(ctx, img); err != nil {
+			return err
+		}
+		r.Log("fake device plugin ready on %v in %s", r.Cluster.RealNodes, time.Since(start).Round(time.Millisecond))
+	}
 	fopt := r.opt.Fleet
 	if r.opt.JoinAdvertised {
 		// Nodes join stamped with the config the controller holds, so it

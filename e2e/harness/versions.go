@@ -11,6 +11,7 @@ const (
 	KubeVersion = "v1.37.2"
 	EtcdVersion = "v3.7.0"
 	KwokVersion = "v0.8.0"
+	KindVersion = "v0.33.0"
 )
 
 // CacheDir is where hack/build-control-plane.sh puts built binaries.

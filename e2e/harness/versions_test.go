@@ -14,7 +14,7 @@ func TestVersionsMatchBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"KUBE_VERSION": KubeVersion, "ETCD_VERSION": EtcdVersion, "KWOK_VERSION": KwokVersion} {
+	for name, want := range map[string]string{"KUBE_VERSION": KubeVersion, "ETCD_VERSION": EtcdVersion, "KWOK_VERSION": KwokVersion, "KIND_VERSION": KindVersion} {
 		m := regexp.MustCompile(name + `="\$\{` + name + `:-([^}]+)\}"`).FindSubmatch(data)
 		if m == nil {
 			t.Errorf("hack/lib.sh does not pin %s", name)

@@ -144,3 +144,11 @@ func (p Pod) ServiceAccountName(name string) Pod {
 	p.Spec.ServiceAccountName = name
 	return p
 }
+
+// Args sets the arguments of every container (its image's entrypoint runs them).
+func (p Pod) Args(args ...string) Pod {
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Args = args
+	}
+	return p
+}

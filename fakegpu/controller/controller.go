@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -248,7 +247,7 @@ func (c *Controller) configObjects() ([]*unstructured.Unstructured, string) {
 	}
 	for _, o := range c.configMaps.GetStore().List() {
 		cm := o.(*corev1.ConfigMap)
-		u, err := toUnstructured(cm, "ConfigMap")
+		u, err := fakegpu.AsStackInput(cm, "ConfigMap")
 		if err != nil {
 			continue
 		}
@@ -300,18 +299,6 @@ func (c *Controller) Synced(observed map[string]string) (bool, string) {
 func (c *Controller) ConfigHash() string {
 	_, key, _ := c.currentStack()
 	return configHash(key)
-}
-
-// toUnstructured converts a typed object from an informer (whose TypeMeta
-// is empty) for StackFromObjects, which matches on kind.
-func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetKind(kind)
-	return u, nil
 }
 
 func ignoreNotFound(err error) error {

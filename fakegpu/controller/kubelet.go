@@ -31,7 +31,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 	}
 	node := nobj.(*corev1.Node)
 	inv, isGPU, err := fakegpu.Inventory(node.Annotations)
-	if !isGPU || err != nil {
+	if !isGPU || err != nil || fakegpu.RealKubelet(node.Annotations) {
 		return 0, nil
 	}
 	stack, _, stackErr := c.currentStack()

@@ -81,6 +81,11 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 		}
 	}
 
+	// A real kubelet publishes its own resources, from the device plugin.
+	if fakegpu.RealKubelet(node.Annotations) {
+		return d.RequeueAfter, nil
+	}
+
 	// Status: the nvidia.com resources, only what differs.
 	capacity := resourceDiff(node.Status.Capacity, d.Capacity)
 	allocatable := resourceDiff(node.Status.Allocatable, d.Allocatable)

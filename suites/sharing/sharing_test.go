@@ -17,6 +17,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestNoCrossTrustTimeslice(t *testing.T) {
@@ -93,7 +94,7 @@ func splitSharedPools(t *testing.T, r *harness.Run) []fleet.Pool {
 }
 
 // noNodeSharedAcrossTrusts looks at every node of the pool and the trust
-// label of the namespaces of the pods on it.
+// label of the namespaces of the GPU pods on it.
 func noNodeSharedAcrossTrusts(ctx context.Context, r *harness.Run, p fleet.Pool) error {
 	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelPool + "=" + p.Name})
 	if err != nil {
@@ -117,6 +118,11 @@ func noNodeSharedAcrossTrusts(ctx context.Context, r *harness.Run, p fleet.Pool)
 		}
 		trusts := map[string]bool{}
 		for _, pod := range pods.Items {
+			// Node daemons (kube-proxy, a CNI agent) hold no GPU: sharing
+			// the node is not sharing its GPU.
+			if !usesGPU(&pod) || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
 			trust := trustOf[pod.Namespace]
 			if trust == "" {
 				trust = "untrusted namespace " + pod.Namespace
@@ -149,4 +155,17 @@ func keys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// usesGPU reports whether any container of the pod asks for an nvidia.com
+// resource.
+func usesGPU(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		for name, q := range c.Resources.Limits {
+			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) && !q.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// RealNodeTimeout bounds the waits on a real kubelet: it re-reads device
+// plugins on its own schedule, seconds rather than milliseconds.
+const RealNodeTimeout = 90 * time.Second
+
+// EnlistTimeout bounds the wait for a real kubelet to advertise a new
+// device plugin's resource: registration is immediate and the next node
+// status update (every 10 s by default) carries it.
+const EnlistTimeout = 30 * time.Second
+
+// RealNode returns the first node with a real kubelet, or skips the test
+// when the cluster has none (the embedded cluster).
+func (r *Run) RealNode(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if _, fake := n.Annotations[fleet.AnnotationKwokNode]; !fake {
+			return n.Name
+		}
+	}
+	t.Skip("the cluster has no node with a real kubelet")
+	return ""
+}
+
+// EnlistRealNode makes the real node a member of pool p (of trust domain
+// d, if the pool is split), as the fleet makes its KWOK nodes: the pool's
+// labels and taints, and its GPU inventory, marked as served by a real
+// kubelet. It waits until the kubelet advertises resource (whatever count
+// the candidate's config gives: checks judge the count, not this), and
+// returns that count and a function that takes the node out again.
+func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *fleet.TrustDomain, resource string) (advertised int64, restore func(context.Context) error, err error) {
+	spec := fleet.NodeSpec{Pool: p, TrustDomain: d, Name: node}
+	shape, err := spec.Node()
+	if err != nil {
+		return 0, nil, err
+	}
+	before, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return 0, nil, err
+	}
+	labels, annotations := map[string]any{}, map[string]any{}
+	for k, v := range shape.Labels {
+		if k == "kubernetes.io/hostname" || k == "type" {
+			continue // the node's own, and kwok's
+		}
+		labels[k] = v
+	}
+	for k, v := range shape.Annotations {
+		if k != fleet.AnnotationKwokNode {
+			annotations[k] = v
+		}
+	}
+	annotations[fakegpu.AnnotationKubelet] = "real"
+	taints := append(append([]corev1.Taint(nil), before.Spec.Taints...), shape.Spec.Taints...)
+	if err := r.patchNode(ctx, node, map[string]any{
+		"metadata": map[string]any{"labels": labels, "annotations": annotations},
+		"spec":     map[string]any{"taints": taints},
+	}); err != nil {
+		return 0, nil, fmt.Errorf("enlisting node %s in pool %s: %w", node, p.Name, err)
+	}
+	restore = func(ctx context.Context) error {
+		// Only what enlisting added goes: the GPU stack's labels stay, as
+		// they would on a node leaving a pool.
+		for k := range labels {
+			if _, had := before.Labels[k]; !had {
+				labels[k] = nil
+			}
+		}
+		for k := range annotations {
+			if _, had := before.Annotations[k]; !had {
+				annotations[k] = nil
+			}
+		}
+		return r.patchNode(ctx, node, map[string]any{
+			"metadata": map[string]any{"labels": labels, "annotations": annotations},
+			"spec":     map[string]any{"taints": before.Spec.Taints},
+		})
+	}
+	err = wait.For(ctx, fmt.Sprintf("the kubelet of %s to advertise %s", node, resource), EnlistTimeout, func(ctx context.Context) (bool, string, error) {
+		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		q := n.Status.Allocatable[corev1.ResourceName(resource)]
+		advertised = q.Value()
+		return advertised > 0, fmt.Sprintf("allocatable %s=%d", resource, advertised), nil
+	})
+	if err != nil {
+		_ = restore(ctx)
+		return 0, nil, err
+	}
+	return advertised, restore, nil
+}
+
+// WaitRealNodeAdvertises waits until the node's allocatable holds want
+// (a count per resource).
+func (r *Run) WaitRealNodeAdvertises(ctx context.Context, node string, want map[string]int64) error {
+	return wait.For(ctx, fmt.Sprintf("the kubelet of %s to advertise %v", node, want), RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
+		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		got := map[string]int64{}
+		for name, q := range n.Status.Allocatable {
+			got[string(name)] = q.Value()
+		}
+		for name, v := range want {
+			if got[name] != v {
+				return false, fmt.Sprintf("allocatable %s=%d", name, got[name]), nil
+			}
+		}
+		return true, "", nil
+	})
+}
+
+func (r *Run) patchNode(ctx context.Context, node string, patch map[string]any) error {
+	b, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = r.Client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, b, metav1.PatchOptions{})
+	return err
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the images gpupool loads into a kind cluster, each one layer with a
+# static binary and no base (nothing to pull):
+#   gpupool/kwok:<version>                  the kwok controller for the fleet's KWOK nodes
+#   gpupool/fake-device-plugin:<hash>       cmd/fake-device-plugin, the kubelet device plugin
+# Tags carry the binary's hash, so an unchanged binary is not re-imported.
+# Writes "name=image" lines to $GPUPOOL_CACHE/kind-images for the harness.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$ROOT/hack/lib.sh"
+
+command -v docker >/dev/null && docker info >/dev/null 2>&1 || { log "build-kind-images: the Docker engine does not answer; run hack/setup-docker.sh"; exit 1; }
+SCRATCH="$(mktemp -d)"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# image NAME TAG-PREFIX BINARY ENTRYPOINT: imports the binary as NAME:<prefix><hash>.
+image() {
+  local name="$1" prefix="$2" bin="$3" entry="$4" sum tag
+  sum="$(sha256sum "$bin" | cut -c1-12)"
+  tag="$name:$prefix$sum"
+  if ! docker image inspect "$tag" >/dev/null 2>&1; then
+    local dir="$SCRATCH/root-$(basename "$name")"
+    mkdir -p "$dir"; install -m 0755 "$bin" "$dir$entry"
+    tar --numeric-owner --owner=0 --group=0 -C "$dir" -cf - . \
+      | docker import --change "ENTRYPOINT [\"$entry\"]" - "$tag" >/dev/null
+    # Older builds of the same image are of no further use.
+    docker images --format '{{.Repository}}:{{.Tag}}' "$name" | grep -vx "$tag" | xargs -r docker rmi >/dev/null 2>&1 || true
+    log "build-kind-images: $tag"
+  fi
+  REPLY="$tag"
+}
+
+bash "$ROOT/hack/build-control-plane.sh" kwok
+image gpupool/kwok "$KWOK_VERSION-" "$KWOK_BIN_DIR/kwok" /kwok; kwok="$REPLY"
+
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fake-device-plugin" ./cmd/fake-device-plugin)
+image gpupool/fake-device-plugin "" "$SCRATCH/fake-device-plugin" /fake-device-plugin; plugin="$REPLY"
+
+printf 'kwok=%s\ndevice-plugin=%s\n' "$kwok" "$plugin" > "$GPUPOOL_CACHE/kind-images.tmp"
+mv "$GPUPOOL_CACHE/kind-images.tmp" "$GPUPOOL_CACHE/kind-images"
+cat "$GPUPOOL_CACHE/kind-images"
