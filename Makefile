@@ -52,7 +52,7 @@ docker:
 build-kind: build docker
 	bash hack/build-control-plane.sh kind
 	bash hack/build-control-plane.sh node
-	bash hack/build-kind-node-image.sh >/dev/null
+	$(if $(KIND_NODE_IMAGE),,bash hack/build-kind-node-image.sh >/dev/null)
 	bash hack/build-kind-images.sh >/dev/null
 
 ## The main job on kind: the same suites, plus the checks only a real

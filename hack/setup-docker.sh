@@ -8,11 +8,15 @@
 #     dockerd's default runtime becomes a wrapper that drops that one
 #     capability from what runc is asked to grant. Said when applied.
 # Idempotent: a second run finds the engine up and does nothing.
+# --stop ends the dockerd this script started, if any (CI calls it last).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/hack/lib.sh"
 
 DOCKER_LOG="${DOCKER_LOG:-/var/log/gpupool-dockerd.log}"
+# Written when this script starts dockerd, so `--stop` ends only an engine
+# it started (CI's), never one the machine already ran.
+STARTED="$GPUPOOL_CACHE/dockerd.started"
 WRAPPER=/usr/local/libexec/gpupool/runc-drop-sys-resource
 DAEMON_JSON=/etc/docker/daemon.json
 
@@ -93,6 +97,7 @@ start_dockerd() {
   log "setup-docker: starting dockerd (log: $DOCKER_LOG)"
   # Its own session, so it outlives this script and the make that ran it.
   setsid dockerd >>"$DOCKER_LOG" 2>&1 < /dev/null &
+  mkdir -p "$GPUPOOL_CACHE"; echo $! > "$STARTED"
   local deadline=$((SECONDS + 60))
   until engine_up; do
     if (( SECONDS > deadline )); then
@@ -103,7 +108,25 @@ start_dockerd() {
   done
 }
 
-if engine_up && [[ ${1:-} != --force ]]; then
+stop_started() {
+  [[ -s $STARTED ]] || return 0
+  local pid; pid="$(cat "$STARTED")"
+  rm -f "$STARTED"
+  kill -0 "$pid" 2>/dev/null || return 0
+  log "setup-docker: stopping the dockerd it started (pid $pid)"
+  kill "$pid"
+  local deadline=$((SECONDS + 30))
+  while kill -0 "$pid" 2>/dev/null; do
+    (( SECONDS < deadline )) || { log "setup-docker: dockerd (pid $pid) did not stop within 30 s"; return 1; }
+    sleep 0.2
+  done
+}
+
+if [[ ${1:-} == --stop ]]; then
+  stop_started; exit
+fi
+
+if engine_up; then
   install_packages
   log "setup-docker: engine up ($(docker version -f '{{.Server.Version}}' 2>/dev/null))"
   exit 0

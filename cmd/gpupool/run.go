@@ -163,7 +163,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 
 func finish(s *reports.Summary, res *reports.Results, out string, started time.Time) error {
 	if res != nil {
-		s.Checks = reports.Checks(res, checkInfo)
+		s.Checks = onProvider(reports.Checks(res, checkInfo), s.Provider)
 		sortByArea(s.Checks)
 		s.Errors = append(s.Errors, packageErrors(res)...)
 	}
@@ -173,6 +173,19 @@ func finish(s *reports.Summary, res *reports.Results, out string, started time.T
 		return err
 	}
 	return s.WriteJUnit(out)
+}
+
+// onProvider leaves out the checks another provider makes: skipped here by
+// design, they are not checks this run hid.
+func onProvider(cs []reports.CheckResult, provider string) []reports.CheckResult {
+	var out []reports.CheckResult
+	for _, c := range cs {
+		if chk, ok := checks.Lookup(c.ID); ok && !runsOn(chk, provider) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 func checkInfo(id string) (reports.CheckInfo, bool) {
