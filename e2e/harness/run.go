@@ -43,6 +43,9 @@ type Run struct {
 	stop     context.CancelFunc
 	applied  map[string]string // candidate objects → resourceVersion
 	opt      UpOptions
+	// gpuStackInCluster: the fakegpu controller runs in the cluster (kind),
+	// not in this process.
+	gpuStackInCluster bool
 }
 
 // UpOptions tune bring-up; the zero value suits the contract suites.
@@ -174,7 +177,18 @@ func (r *Run) Provision(ctx context.Context) error {
 		return err
 	}
 	r.Log("GPU Operator ClusterPolicy CRD installed in %s", time.Since(start).Round(time.Millisecond))
-	if err := r.startGPUStack(ctx); err != nil {
+	if img := r.Cluster.Images["fakegpu-controller"]; img != "" {
+		// A cluster with real nodes runs the simulated stack itself, as
+		// it runs the GPU Operator.
+		if r.opt.JoinAdvertised {
+			return fmt.Errorf("joining nodes advertised needs the in-process fakegpu controller; %s runs it in the cluster", r.Cluster.Name)
+		}
+		start = time.Now()
+		if err := r.installGPUStackInCluster(ctx, img); err != nil {
+			return err
+		}
+		r.Log("fakegpu controller running in the cluster after %s", time.Since(start).Round(time.Millisecond))
+	} else if err := r.startGPUStack(ctx); err != nil {
 		return err
 	}
 	// The candidate first, as a cluster's config exists before its nodes
@@ -277,14 +291,17 @@ func (r *Run) startGPUStack(ctx context.Context) error {
 // WaitGPUStackSynced waits until every GPU node advertises what the current
 // GPU Operator config says.
 func (r *Run) WaitGPUStackSynced(ctx context.Context) error {
-	if r.GPUStack == nil {
+	if r.GPUStack == nil && !r.gpuStackInCluster {
 		return nil
 	}
 	timeout := r.opt.SyncTimeout
 	if timeout == 0 {
 		timeout = time.Minute
 	}
-	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", timeout, func(context.Context) (bool, string, error) {
+	return wait.For(ctx, "the simulated GPU Operator to reconcile every GPU node", timeout, func(ctx context.Context) (bool, string, error) {
+		if r.gpuStackInCluster {
+			return r.gpuStackSyncedInCluster(ctx)
+		}
 		ok, seen := r.GPUStack.Synced(r.applied)
 		return ok, seen, nil
 	})

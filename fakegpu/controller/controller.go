@@ -239,11 +239,11 @@ func (c *Controller) configChanged() {
 // a key that identifies their versions.
 func (c *Controller) configObjects() ([]*unstructured.Unstructured, string) {
 	var objs []*unstructured.Unstructured
-	keys := []string{}
+	policies, configMaps := map[string]string{}, map[string]string{}
 	for _, o := range c.policies.GetStore().List() {
 		u := o.(*unstructured.Unstructured)
 		objs = append(objs, u)
-		keys = append(keys, "cp/"+u.GetName()+"@"+u.GetResourceVersion())
+		policies[u.GetName()] = u.GetResourceVersion()
 	}
 	for _, o := range c.configMaps.GetStore().List() {
 		cm := o.(*corev1.ConfigMap)
@@ -252,11 +252,31 @@ func (c *Controller) configObjects() ([]*unstructured.Unstructured, string) {
 			continue
 		}
 		objs = append(objs, u)
-		keys = append(keys, "cm/"+cm.Name+"@"+cm.ResourceVersion)
+		configMaps[cm.Name] = cm.ResourceVersion
+	}
+	return objs, ConfigKey(policies, configMaps)
+}
+
+// ConfigKey identifies a GPU Operator config by the resourceVersions of its
+// ClusterPolicies and of the ConfigMaps in the Operator's namespace (name →
+// resourceVersion). ObservedConfig(ConfigKey(...)) is what a node reconciled
+// against that config carries, so a client that lists the same objects can
+// tell when a controller in the cluster has caught up.
+func ConfigKey(policies, configMaps map[string]string) string {
+	keys := []string{}
+	for name, rv := range policies {
+		keys = append(keys, "cp/"+name+"@"+rv)
+	}
+	for name, rv := range configMaps {
+		keys = append(keys, "cm/"+name+"@"+rv)
 	}
 	sort.Strings(keys)
-	return objs, fmt.Sprint(keys)
+	return fmt.Sprint(keys)
 }
+
+// ObservedConfig is the value of fakegpu.AnnotationObservedConfig on a node
+// reconciled against the config with this key.
+func ObservedConfig(key string) string { return configHash(key) }
 
 func (c *Controller) currentStack() (*fakegpu.Stack, string, error) {
 	c.mu.Lock()
