@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -112,7 +113,32 @@ func installKwok(ctx context.Context, client kubernetes.Interface, image string,
 	if err := CreateIfMissing(ctx, client, sa, role, binding, cm, dep); err != nil {
 		return fmt.Errorf("installing the kwok controller: %w", err)
 	}
-	return WaitDeploymentAvailable(ctx, client, kwokNamespace, kwokName, timeout)
+	if err := WaitDeploymentAvailable(ctx, client, kwokNamespace, kwokName, timeout); err != nil {
+		return err
+	}
+	return keepDaemonSetsOffKwokNodes(ctx, client)
+}
+
+// keepDaemonSetsOffKwokNodes gives kube-system's DaemonSets (kube-proxy)
+// the affinity kwok's docs ask of DaemonSets: not onto nodes labelled
+// type=kwok, where nothing would run them and a fleet of thousands would
+// make thousands of pods.
+func keepDaemonSetsOffKwokNodes(ctx context.Context, client kubernetes.Interface) error {
+	dss, err := client.AppsV1().DaemonSets(kwokNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	patch := []byte(`{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":` +
+		`{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}`)
+	for _, ds := range dss.Items {
+		if ds.Spec.Template.Spec.Affinity != nil {
+			continue // someone chose already
+		}
+		if _, err := client.AppsV1().DaemonSets(ds.Namespace).Patch(ctx, ds.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("keeping DaemonSet %s off KWOK nodes: %w", ds.Name, err)
+		}
+	}
+	return nil
 }
 
 // WaitDeploymentAvailable waits until every replica of a Deployment is
