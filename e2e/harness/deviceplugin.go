@@ -55,15 +55,11 @@ func (r *Run) installDevicePlugin(ctx context.Context, image string) error {
 				Spec: corev1.PodSpec{
 					ServiceAccountName: DevicePluginName,
 					// Only nodes with a real kubelet: KWOK nodes have none.
-					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-							MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: r.Cluster.RealNodes}},
-							// As the GPU Operator's DaemonSet: a node labelled
-							// off (or paused by the MIG manager) runs no plugin.
-							MatchExpressions: []corev1.NodeSelectorRequirement{{Key: fakegpu.LabelDeployDevicePlugin, Operator: corev1.NodeSelectorOpNotIn,
-								Values: []string{"false", fakegpu.PausedForMIGChange}}},
-						}}},
-					}},
+					// As the GPU Operator's DaemonSet: a node labelled off (or
+					// paused by the MIG manager) runs no plugin.
+					Affinity: realNodesOnly(r.Cluster.RealNodes, corev1.NodeSelectorRequirement{
+						Key: fakegpu.LabelDeployDevicePlugin, Operator: corev1.NodeSelectorOpNotIn,
+						Values: []string{"false", fakegpu.PausedForMIGChange}}),
 					// Whatever pool a check turns the node into, the plugin stays.
 					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 					PriorityClassName: "system-node-critical",

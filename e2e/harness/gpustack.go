@@ -95,11 +95,13 @@ func (r *Run) installGPUStackInCluster(ctx context.Context, image string) error 
 	return cluster.WaitDeploymentAvailable(ctx, r.Client, ns, GPUStackName, 2*time.Minute)
 }
 
-// realNodesOnly is an affinity to the nodes with a real kubelet.
-func realNodesOnly(nodes []string) *corev1.Affinity {
+// realNodesOnly is an affinity to the nodes with a real kubelet (KWOK
+// nodes run nothing), that also match labels.
+func realNodesOnly(nodes []string, labels ...corev1.NodeSelectorRequirement) *corev1.Affinity {
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-			MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+			MatchFields:      []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+			MatchExpressions: labels,
 		}}},
 	}}
 }

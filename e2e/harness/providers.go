@@ -114,12 +114,20 @@ func ProviderName(provider string) string {
 // OtherProvidersLabels is the e2e-framework --skip-labels value that skips
 // checks made for other providers than the named one.
 func OtherProvidersLabels(provider string) string {
+	var others []string
+	for _, p := range otherProviders(provider) {
+		others = append(others, checks.LabelProvider+"="+p)
+	}
+	return strings.Join(others, ",")
+}
+
+func otherProviders(provider string) []string {
 	provider = ProviderName(provider)
 	var others []string
 	for _, p := range Providers {
 		if p != provider {
-			others = append(others, checks.LabelProvider+"="+p)
+			others = append(others, p)
 		}
 	}
-	return strings.Join(others, ",")
+	return others
 }

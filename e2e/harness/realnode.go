@@ -25,8 +25,9 @@ const RealNodeTimeout = 90 * time.Second
 // status update (every 10 s by default) carries it.
 const EnlistTimeout = 30 * time.Second
 
-// RealNode returns the first node with a real kubelet, or skips the test
-// when the cluster has none (the embedded cluster).
+// RealNode returns the first node with a real kubelet. A cluster without
+// one fails the check: checks that need it are labelled with the provider
+// that has one, and runs on other providers skip them by that label.
 func (r *Run) RealNode(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -38,7 +39,7 @@ func (r *Run) RealNode(ctx context.Context, t *testing.T) string {
 			return n.Name
 		}
 	}
-	t.Skip("the cluster has no node with a real kubelet")
+	t.Fatal("the cluster has no node with a real kubelet (only KWOK nodes): this check needs the kind provider")
 	return ""
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
 )
 
@@ -46,6 +47,17 @@ func NewTestEnv() (env.Environment, error) {
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		return nil, err
+	}
+	if cfg.KubeconfigFile() == "" {
+		// The suite brings up its own embedded cluster: checks only
+		// another provider can make are skipped by label, as `gpupool run`
+		// skips them, and nowhere else.
+		skip := cfg.SkipLabels()
+		if skip == nil {
+			skip = map[string][]string{}
+		}
+		skip[checks.LabelProvider] = append(skip[checks.LabelProvider], otherProviders("embedded")...)
+		cfg.WithSkipLabels(skip)
 	}
 	testEnv := env.NewWithConfig(cfg)
 	var (

@@ -81,15 +81,11 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 		}
 	}
 
-	// A real kubelet publishes its own resources, from the device plugin.
-	if fakegpu.RealKubelet(node.Annotations) {
-		return d.RequeueAfter, nil
-	}
-
-	// Status: the nvidia.com resources, only what differs.
+	// Status: the nvidia.com resources, only what differs. A real kubelet
+	// publishes its own, from the device plugin.
 	capacity := resourceDiff(node.Status.Capacity, d.Capacity)
 	allocatable := resourceDiff(node.Status.Allocatable, d.Allocatable)
-	if len(capacity)+len(allocatable) > 0 {
+	if len(capacity)+len(allocatable) > 0 && !fakegpu.RealKubelet(node.Annotations) {
 		status := map[string]any{}
 		if len(capacity) > 0 {
 			status["capacity"] = capacity
