@@ -430,7 +430,7 @@ func TestScaleRunCatchesABrokenPool(t *testing.T) {
 	out := t.TempDir()
 	r := gpupool(t, "scale", "--fleets", "manifests/fleets/scale-200.yaml", "--pods", "300",
 		"--workload", "manifests/workloads/correctness.yaml",
-		"--candidate", filepath.Join(repoRoot, "manifests", "candidates", "broken-l4-untainted"), "--out", out)
+		"--candidate", filepath.Join(repoRoot, "manifests", "candidates", "broken-l4-untainted"), "--out", out, "--profile")
 	require.Equal(t, 1, r.exit, "stderr:\n%s", r.stderr)
 	assert.Contains(t, r.stdout, "deliberately unschedulable pods stay Pending")
 	data, err := os.ReadFile(filepath.Join(out, "scale.json"))
@@ -448,10 +448,17 @@ func TestScaleRunCatchesABrokenPool(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(data, &report))
 	require.Len(t, report.Runs, 1)
+	require.Len(t, report.Runs[0].Result.Phases, 3, "burst, churn and fill all ran: a pool the broken candidate filled does not stop the fill")
 	burst := report.Runs[0].Result.Phases[0].Contract.ByRule
 	assert.NotZero(t, burst["deliberately unschedulable pods stay Pending for the contract's reason"], "%v", burst)
 	assert.Equal(t, len(burst), 1, "only the broken rule fails: %v", burst)
 	_, err = os.Stat(filepath.Join(out, "scale.html"))
 	assert.NoError(t, err)
+	for _, f := range []string{"burst-kube-apiserver.cpu", "burst-kube-scheduler.cpu", "end-kube-apiserver.heap", "end-kube-scheduler.heap"} {
+		b, err := os.ReadFile(filepath.Join(out, "scale-200-"+f+".pprof"))
+		if assert.NoError(t, err, "--profile") {
+			assert.True(t, len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b, "%s is a gzipped pprof profile", f)
+		}
+	}
 	assertNothingLeft(t, r.state, "")
 }

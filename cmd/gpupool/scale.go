@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/scale"
@@ -32,10 +33,11 @@ type scaleRun struct {
 func scaleCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gpupool scale", flag.ContinueOnError)
 	fleets := fs.String("fleets", "manifests/fleets/scale-1k.yaml", "comma-separated fleet files, run one after another, each on a fresh cluster")
-	pods := fs.String("pods", "", "comma-separated burst sizes, one per fleet (default: the workload's)")
+	pods := fs.String("pods", "", "comma-separated sizes of the scheduler bursts, one per fleet (default: the workload's; fill phases size themselves)")
 	workloadPath := fs.String("workload", defaultWorkload, "workload file (gpupool.dev/v1alpha1 Workload)")
 	candidateDir := fs.String("candidate", "", "candidate directory (default "+harness.DefaultCandidate+")")
 	out := fs.String("out", "", "report directory (default reports/out/scale-<run-id>)")
+	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,7 +81,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 		}
 		if sizes != nil {
 			for j := range w.Spec.Phases {
-				if !w.Spec.Phases[j].Churn() {
+				if ph := w.Spec.Phases[j]; ph.Kind() == scale.KindBurst && ph.LivePodsPerNode == 0 {
 					w.Spec.Phases[j].Pods = sizes[i]
 				}
 			}
@@ -99,7 +101,11 @@ func scaleCmd(ctx context.Context, args []string) error {
 	failed := false
 	for i, j := range jobs {
 		label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
-		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w)
+		profileDir := ""
+		if *profile {
+			profileDir = dir
+		}
+		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, profileDir)
 		run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 		if err != nil {
 			run.Error = err.Error()
@@ -168,9 +174,11 @@ func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
 
 // scaleOne brings up a tuned cluster for one fleet, runs the workload and
 // removes the cluster, whatever happens.
-func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload) (*scale.Result, error) {
+func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, profileDir string) (*scale.Result, error) {
 	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
-	provider, err := harness.ScaleProvider(name)
+	tuning := cluster.ScaleTuning()
+	tuning.Profiling = profileDir != ""
+	provider, err := harness.TunedProvider(name, tuning)
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +208,7 @@ func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Wor
 		return nil, err
 	}
 	defer r.Stop()
-	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{ClusterDir: provider.Dir(), Log: logf})
+	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{ClusterDir: provider.Dir(), ProfileDir: profileDir, Log: logf})
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +260,10 @@ func writeScaleReport(dir string, runs []scaleRun) []scale.Figure {
 		figs = append(figs, scale.Figures(r.Label, r.Result)...)
 		groups = append(groups, r.Label)
 		for _, ph := range r.Result.Phases {
-			if ph.Kind == "burst" {
+			if ph.Kind == scale.KindFill {
+				continue // the harness placed them: no scheduler figures
+			}
+			if ph.Kind == scale.KindBurst {
 				throughput = append(throughput, reports.Series{Name: r.Label + " " + ph.Name, Points: ph.ThroughputSeries})
 			}
 			for _, q := range []struct {

@@ -38,6 +38,12 @@ type Tuning struct {
 	// garbage collector (GOGC, GOMEMLIMIT): collecting less often while
 	// under a memory budget. Empty: Go's defaults.
 	APIServerGOGC, APIServerMemoryLimit string
+	// DisabledAdmissionPlugins are apiserver admission plugins turned off.
+	DisabledAdmissionPlugins []string
+	// Profiling lets anyone on 127.0.0.1 read the scheduler's and the
+	// controller-manager's /debug/pprof, as kwokctl already lets them read
+	// /metrics (the apiserver serves its own to the admin credentials).
+	Profiling bool
 }
 
 // SchedulerTuning is the part of KubeSchedulerConfiguration scale runs set.
@@ -72,6 +78,13 @@ func ScaleTuning() Tuning {
 		DisabledControllers:  []string{"ttl"},
 		APIServerGOGC:        "300",
 		APIServerMemoryLimit: "3500MiB",
+		// TaintNodesByCondition admission taints every new Node
+		// not-ready:NoSchedule until the node lifecycle controller lifts it,
+		// with a GET and a PATCH per node on 8 workers it cannot be given
+		// more of: about 90 nodes/s here, the bring-up wall at 10,000 nodes.
+		// A scale fleet's nodes are created with their conditions already
+		// Ready (a kubelet's are not), so the taint only delays them.
+		DisabledAdmissionPlugins: []string{"TaintNodesByCondition"},
 	}
 }
 
@@ -119,14 +132,32 @@ options:
 `, p, p, p))
 	}
 	var top strings.Builder
-	if len(t.DisabledControllers) > 0 || t.APIServerGOGC != "" || t.APIServerMemoryLimit != "" {
+	apiserverEnvs := t.APIServerGOGC != "" || t.APIServerMemoryLimit != ""
+	if len(t.DisabledControllers) > 0 || apiserverEnvs || len(t.DisabledAdmissionPlugins) > 0 || t.Profiling {
 		top.WriteString("componentsPatches:\n")
 	}
-	if len(t.DisabledControllers) > 0 {
-		fmt.Fprintf(&top, "  - name: kube-controller-manager\n    extraArgs:\n      - {key: controllers, value: \"*,-%s\"}\n", strings.Join(t.DisabledControllers, ",-"))
+	// A repeated --authorization-always-allow-paths adds to kwokctl's list.
+	const allowPprof = "      - {key: authorization-always-allow-paths, value: /debug/pprof/*}\n"
+	if t.Profiling {
+		top.WriteString("  - name: kube-scheduler\n    extraArgs:\n" + allowPprof)
 	}
-	if t.APIServerGOGC != "" || t.APIServerMemoryLimit != "" {
-		top.WriteString("  - name: kube-apiserver\n    extraEnvs:\n")
+	if len(t.DisabledControllers) > 0 || t.Profiling {
+		top.WriteString("  - name: kube-controller-manager\n    extraArgs:\n")
+	}
+	if len(t.DisabledControllers) > 0 {
+		fmt.Fprintf(&top, "      - {key: controllers, value: \"*,-%s\"}\n", strings.Join(t.DisabledControllers, ",-"))
+	}
+	if t.Profiling {
+		top.WriteString(allowPprof)
+	}
+	if apiserverEnvs || len(t.DisabledAdmissionPlugins) > 0 {
+		top.WriteString("  - name: kube-apiserver\n")
+	}
+	if len(t.DisabledAdmissionPlugins) > 0 {
+		fmt.Fprintf(&top, "    extraArgs:\n      - {key: disable-admission-plugins, value: %q}\n", strings.Join(t.DisabledAdmissionPlugins, ","))
+	}
+	if apiserverEnvs {
+		top.WriteString("    extraEnvs:\n")
 		if t.APIServerGOGC != "" {
 			fmt.Fprintf(&top, "      - {name: GOGC, value: %q}\n", t.APIServerGOGC)
 		}

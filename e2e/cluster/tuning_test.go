@@ -49,8 +49,33 @@ func TestScaleTuningRendersKwokctlConfig(t *testing.T) {
 	require.Len(t, parsed.ComponentsPatches, 2)
 	assert.Equal(t, "kube-controller-manager", parsed.ComponentsPatches[0].Name)
 	assert.Equal(t, "*,-ttl", parsed.ComponentsPatches[0].ExtraArgs[0]["value"])
+	assert.Equal(t, "kube-apiserver", parsed.ComponentsPatches[1].Name)
+	assert.Equal(t, map[string]string{"key": "disable-admission-plugins", "value": "TaintNodesByCondition"}, parsed.ComponentsPatches[1].ExtraArgs[0])
 	assert.Equal(t, "GOGC", parsed.ComponentsPatches[1].ExtraEnvs[0]["name"])
 
 	require.Len(t, docs, 1)
 	assert.True(t, strings.Contains(docs[0], "kind: KwokConfiguration") && strings.Contains(docs[0], "nodeLeaseParallelism: 16"))
+}
+
+func TestProfilingOpensPprofBesideMetrics(t *testing.T) {
+	tuning := ScaleTuning()
+	tuning.Profiling = true
+	_, top, _, err := tuning.render(t.TempDir())
+	require.NoError(t, err)
+	var parsed struct {
+		ComponentsPatches []struct {
+			Name      string              `json:"name"`
+			ExtraArgs []map[string]string `json:"extraArgs"`
+		} `json:"componentsPatches"`
+	}
+	require.NoError(t, yaml.Unmarshal([]byte(top), &parsed), top)
+	allowed := map[string]bool{}
+	for _, p := range parsed.ComponentsPatches {
+		for _, a := range p.ExtraArgs {
+			if a["key"] == "authorization-always-allow-paths" && a["value"] == "/debug/pprof/*" {
+				allowed[p.Name] = true
+			}
+		}
+	}
+	assert.Equal(t, map[string]bool{"kube-scheduler": true, "kube-controller-manager": true}, allowed)
 }

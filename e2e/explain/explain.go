@@ -139,6 +139,14 @@ func poolOf(n *corev1.Node) string {
 	return "(no pool) " + n.Name
 }
 
+// Admits reports whether the node would take the pod, its resources aside:
+// the pod's nodeSelector selects it, the pod tolerates its NoSchedule and
+// NoExecute taints, and it is not cordoned.
+func Admits(p *corev1.Pod, n *corev1.Node) bool {
+	_, tolerated := untolerated(p, n)
+	return selects(p, n) && tolerated && !n.Spec.Unschedulable
+}
+
 func selects(p *corev1.Pod, n *corev1.Node) bool {
 	return labels.SelectorFromSet(p.Spec.NodeSelector).Matches(labels.Set(n.Labels))
 }

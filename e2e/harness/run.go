@@ -90,10 +90,10 @@ func EmbeddedProvider(name string) (*cluster.Embedded, error) {
 	return embeddedProvider(name, cluster.Tuning{})
 }
 
-// ScaleProvider is the embedded provider with the control plane tuned for
-// fleets of thousands of nodes (cluster.ScaleTuning).
-func ScaleProvider(name string) (*cluster.Embedded, error) {
-	return embeddedProvider(name, cluster.ScaleTuning())
+// TunedProvider is the embedded provider with the control plane tuned
+// (cluster.ScaleTuning for fleets of thousands of nodes).
+func TunedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, error) {
+	return embeddedProvider(name, tuning)
 }
 
 func embeddedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, error) {

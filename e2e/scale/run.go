@@ -28,6 +28,10 @@ type Options struct {
 	// ClusterDir is where the cluster's processes run from, to find them
 	// for memory figures ("" : only this process).
 	ClusterDir string
+	// ProfileDir, when set, receives CPU profiles of the apiserver and
+	// the scheduler during each burst and their heap profiles at the end
+	// (the cluster must run with cluster.Tuning.Profiling).
+	ProfileDir string
 	Log        func(format string, args ...any)
 }
 
@@ -49,6 +53,8 @@ type Result struct {
 	// ControlPlanePeakRSS sums the peak RSS of every cluster process.
 	ControlPlanePeakRSS int64 `json:"controlPlanePeakRSSBytes"`
 	LivePods            int   `json:"livePodsAtEnd"`
+	// PeakLivePods is the most pods of the run alive at a phase's end.
+	PeakLivePods int `json:"peakLivePods"`
 }
 
 // BringUp is node creation.
@@ -62,7 +68,7 @@ type BringUp struct {
 // PhaseResult is one phase's figures.
 type PhaseResult struct {
 	Name    string `json:"name"`
-	Kind    string `json:"kind"` // burst or churn
+	Kind    string `json:"kind"` // burst, churn or fill
 	Created int    `json:"created"`
 	Deleted int    `json:"deleted"`
 	// DeletedUnbound: churn deleted them before they were bound, a sign
@@ -81,6 +87,8 @@ type PhaseResult struct {
 	APIMutating       MutatingLatency `json:"apiMutating"`
 	Contract          Contract        `json:"contract"`
 	TimedOut          string          `json:"timedOut,omitempty"`
+	// FullPools: mix entries a fill phase stopped placing, their nodes full.
+	FullPools []string `json:"fullPools,omitempty"`
 }
 
 // Runner drives one workload on a provisioned cluster.
@@ -99,6 +107,7 @@ type Runner struct {
 	notReadyMax atomic.Int64
 	nodesStop   chan struct{}
 	seq         atomic.Int64
+	prof        *profiler // nil: no profiles
 }
 
 // NewRunner prepares pod templates and namespaces.
@@ -117,6 +126,9 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 		return nil, err
 	}
 	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{})}
+	if opt.ProfileDir != "" {
+		r.prof = newProfiler(opt.ProfileDir, fl.Metadata.Name, cs, opt.ClusterDir, opt.Log)
+	}
 	for _, t := range tmpl {
 		r.expected = append(r.expected, t.expected)
 	}
@@ -136,12 +148,25 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 	if err := r.startInformers(ctx, stop); err != nil {
 		return nil, err
 	}
+	if r.prof != nil {
+		// Also after a failed phase: the profile may say why.
+		defer r.prof.heap(ctx, "end")
+	}
 	for _, ph := range r.w.Spec.Phases {
 		pr, err := r.phase(ctx, ph)
 		if err != nil {
 			return res, fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
 		res.Phases = append(res.Phases, *pr)
+		res.PeakLivePods = max(res.PeakLivePods, r.live())
+		if pr.Kind == KindFill {
+			r.opt.Log("phase %s: %d pods bound by the harness (no scheduler) at %.0f pods/s, mutating API p99 %.3fs, %d contract violations",
+				pr.Name, pr.Created, float64(pr.Created)/max(pr.Seconds, 1e-9), pr.APIMutating.Perc99, pr.Contract.Violations)
+			for _, f := range pr.FullPools {
+				r.opt.Log("phase %s: stopped placing %s", pr.Name, f)
+			}
+			continue
+		}
 		r.opt.Log("phase %s: %d pods created, %.0f pods/s average SchedulingThroughput, create→scheduled p99 %.2fs, mutating API p99 %.3fs, %d contract violations",
 			pr.Name, pr.Created, pr.SchedulingThroughput.Average, pr.CreateToScheduled.Perc99, pr.APIMutating.Perc99, pr.Contract.Violations)
 	}
@@ -215,12 +240,20 @@ func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 
 // newPod returns the i-th pod of a phase, following the mix.
 func (r *Runner) newPod(phase string, i int) *corev1.Pod {
-	t := r.tmpl[r.w.Pick(i)]
+	pod, _ := r.podOf(phase, r.w.Pick(i))
+	return pod
+}
+
+// podOf returns a new pod of mix entry entry, and the template it copies
+// (trust domains in turn).
+func (r *Runner) podOf(phase string, entry int) (pod, template *corev1.Pod) {
+	t := r.tmpl[entry]
 	n := r.seq.Add(1)
-	pod := t.pods[int(n)%len(t.pods)].DeepCopy()
+	template = t.pods[int(n)%len(t.pods)]
+	pod = template.DeepCopy()
 	pod.Name = fmt.Sprintf("%s-%s-%d", r.runID, phase, n)
 	pod.Labels[LabelPhase] = phase
-	return pod
+	return pod, template
 }
 
 func (r *Runner) create(ctx context.Context, pod *corev1.Pod) error {
@@ -230,10 +263,7 @@ func (r *Runner) create(ctx context.Context, pod *corev1.Pod) error {
 }
 
 func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
-	pr := &PhaseResult{Name: ph.Name, Kind: "burst"}
-	if ph.Churn() {
-		pr.Kind = "churn"
-	}
+	pr := &PhaseResult{Name: ph.Name, Kind: ph.Kind()}
 	before, err := scrapeAPIServer(ctx, r.cs)
 	if err != nil {
 		return nil, err
@@ -298,7 +328,14 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 			return nil, err
 		}
 	} else {
-		r.burst(ctx, ph, record)
+		if r.prof != nil && pr.Kind == KindBurst {
+			// Past the first seconds' ramp-up, for as long as the
+			// burst is likely to last at a few dozen pods/s.
+			defer r.prof.cpu(ctx, ph.Name, 5*time.Second, profileSeconds)()
+		}
+		if err := r.burst(ctx, ph, record, &pr.FullPools); err != nil {
+			return nil, err
+		}
 	}
 	if v := firstErr.Load(); v != nil {
 		return nil, fmt.Errorf("%d of %d creates failed, first: %w", failed.Load(), int(created.Load()+failed.Load()), v.(error))
@@ -348,6 +385,9 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	return pr, nil
 }
 
+// profileSeconds is how long a burst's CPU profiles run.
+const profileSeconds = 30 * time.Second
+
 // stallAfter is how long a phase may bind nothing before, with every
 // waiting pod judged unschedulable, the wait gives up.
 const stallAfter = 30 * time.Second
@@ -376,7 +416,50 @@ func trimIdleTail(s []float64) []float64 {
 	return s
 }
 
-func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) {
+// burst creates the phase's pods as fast as the workers go (or at Rate);
+// a fill phase binds them itself and creates only well-formed shapes.
+func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod), fullPools *[]string) error {
+	count := ph.Pods
+	if ph.LivePodsPerNode > 0 {
+		count = max(0, ph.LivePodsPerNode*len(r.nodes.GetStore().ListKeys())-r.live())
+	}
+	next := func(i int) (*corev1.Pod, error) { return r.newPod(ph.Name, i), nil }
+	if ph.BypassScheduler {
+		var nodes []*corev1.Node
+		for _, o := range r.nodes.GetStore().List() {
+			nodes = append(nodes, o.(*corev1.Node))
+		}
+		var pods []*corev1.Pod
+		for _, o := range r.pods.GetStore().List() {
+			pods = append(pods, o.(*corev1.Pod))
+		}
+		pl := newPlacer(nodes, pods)
+		pick := 0
+		full := map[int]bool{} // mix entries whose nodes have no room left
+		next = func(int) (*corev1.Pod, error) {
+			for {
+				entry := r.w.Pick(pick)
+				pick++
+				if r.expected[entry] != "" || full[entry] {
+					if len(full) == r.schedulableEntries() {
+						return nil, errPoolsFull
+					}
+					continue
+				}
+				pod, template := r.podOf(ph.Name, entry)
+				node, err := pl.place(template)
+				if err != nil {
+					// As the scheduler would leave it Pending: the rest
+					// of the mix goes on filling.
+					full[entry] = true
+					*fullPools = append(*fullPools, fmt.Sprintf("spec.mix[%d] (pool %s): %v", entry, r.w.Spec.Mix[entry].Pool, err))
+					continue
+				}
+				pod.Spec.NodeName = node
+				return pod, nil
+			}
+		}
+	}
 	work := make(chan *corev1.Pod, r.opt.Workers)
 	var wg sync.WaitGroup
 	for w := 0; w < r.opt.Workers; w++ {
@@ -388,19 +471,50 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 			}
 		}()
 	}
+	defer func() { close(work); wg.Wait() }()
 	var tick *time.Ticker
 	if ph.Rate > 0 {
 		tick = time.NewTicker(time.Duration(float64(time.Second) / ph.Rate))
 		defer tick.Stop()
 	}
-	for i := 0; i < ph.Pods && ctx.Err() == nil; i++ {
+	for i := 0; i < count && ctx.Err() == nil; i++ {
 		if tick != nil {
 			<-tick.C
 		}
-		work <- r.newPod(ph.Name, i)
+		pod, err := next(i)
+		if errors.Is(err, errPoolsFull) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		work <- pod
 	}
-	close(work)
-	wg.Wait()
+	return nil
+}
+
+// errPoolsFull ends a fill phase early: no well-formed pod has room left.
+var errPoolsFull = errors.New("every pool of the mix is full")
+
+func (r *Runner) schedulableEntries() int {
+	n := 0
+	for _, want := range r.expected {
+		if want == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// live counts the run's pods not being deleted.
+func (r *Runner) live() int {
+	n := 0
+	for _, o := range r.pods.GetStore().List() {
+		if o.(*corev1.Pod).DeletionTimestamp == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // churn creates Rate pods/s for Duration and deletes each pod ten seconds

@@ -41,7 +41,11 @@ func Figures(label string, r *Result) []Figure {
 	add("node bring-up rate", r.NodeBringUp.NodesPerSecond, "nodes/s", "", nil, "")
 	add("most nodes NotReady at once after bring-up", float64(r.NodesNotReadyMax), "nodes", "0 (held Ready)", atMost(0), "")
 	for _, ph := range r.Phases {
-		if ph.Kind == "burst" {
+		switch ph.Kind {
+		case KindFill:
+			add(ph.Name+" pods placed by the harness", float64(ph.Created), "pods", "", nil, "bypassing the scheduler, for memory at size")
+			add(ph.Name+" pods created per second", float64(ph.Created)/max(ph.Seconds, 1e-9), "pods/s", "", nil, "apiserver, admission and kwok, no scheduler")
+		case KindBurst:
 			var tp func(float64) bool
 			if r.Nodes >= 5000 && r.Nodes < 10000 && ph.Created >= 20000 {
 				tp = atLeast(300)
@@ -51,7 +55,7 @@ func Figures(label string, r *Result) []Figure {
 			add(ph.Name+" SchedulingThroughput Perc90", ph.SchedulingThroughput.Perc90, "pods/s", "", nil, "")
 			add(ph.Name+" SchedulingThroughput Perc99", ph.SchedulingThroughput.Perc99, "pods/s", "", nil, "")
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", "", nil, "SLO pod startup p99 ≤ 5 s")
-		} else {
+		default:
 			var p99 func(float64) bool
 			if big {
 				p99 = atMost(5)
@@ -62,11 +66,13 @@ func Figures(label string, r *Result) []Figure {
 		add(ph.Name+" mutating API Perc99", ph.APIMutating.Perc99, "s", "≤ 1 s", atMost(1), "SLO: mutating calls p99 ≤ 1 s")
 	}
 	add("whole run mutating API Perc99", r.APIMutating.Perc99, "s", "≤ 1 s", atMost(1), "SLO: mutating calls p99 ≤ 1 s")
+	// The memory target is set at 10,000 nodes and 50,000 pods; a run
+	// that never held that many is not held against it.
 	var rss func(float64) bool
-	if big {
+	if big && r.PeakLivePods >= 50000 {
 		rss = atMost(6)
 	}
-	add("control plane peak RSS", float64(r.ControlPlanePeakRSS)/(1<<30), "GiB", "≤ 6 GiB at 10,000 nodes", rss, fmt.Sprintf("%d live pods at the end", r.LivePods))
+	add("control plane peak RSS", float64(r.ControlPlanePeakRSS)/(1<<30), "GiB", "≤ 6 GiB at 10,000 nodes and 50,000 pods", rss, fmt.Sprintf("at most %d live pods, %d at the end", r.PeakLivePods, r.LivePods))
 	for _, m := range r.Memory {
 		add("peak RSS "+m.Name, float64(m.PeakRSS)/(1<<20), "MiB", "", nil, fmt.Sprintf("%.0f CPU seconds", m.CPUSeconds))
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -87,6 +88,34 @@ type Phase struct {
 	// retries them whenever a GPU pod goes away, each retry a scan of every
 	// node: a churn phase with and without them shows what they cost.
 	DeletePending bool `json:"deletePending,omitempty"`
+	// LivePodsPerNode sizes a burst by the fleet instead of Pods: enough
+	// pods that the run holds this many per node afterwards.
+	LivePodsPerNode int `json:"livePodsPerNode,omitempty"`
+	// BypassScheduler makes the harness bind the burst's pods itself
+	// (first fit, spec.nodeName), only the mix's well-formed shapes: the
+	// state a burst reaches, at a size the scheduler would take too long
+	// to place here, for memory at fleet scale. Its throughput is the
+	// apiserver's and kwok's, not the scheduler's.
+	BypassScheduler bool `json:"bypassScheduler,omitempty"`
+}
+
+// Phase kinds, as results name them.
+const (
+	KindBurst = "burst"
+	KindChurn = "churn"
+	// KindFill is a burst that bypasses the scheduler.
+	KindFill = "fill"
+)
+
+// Kind names what the phase does.
+func (p Phase) Kind() string {
+	switch {
+	case p.Churn():
+		return KindChurn
+	case p.BypassScheduler:
+		return KindFill
+	}
+	return KindBurst
 }
 
 // Churn reports whether the phase is a churn phase.
@@ -162,8 +191,14 @@ func (w *Workload) Validate() error {
 		switch {
 		case p.Churn() && p.Rate <= 0:
 			add("spec.phases[%d] (%s).rate: a churn phase (duration set) needs a rate > 0", i, p.Name)
-		case !p.Churn() && p.Pods < 1:
-			add("spec.phases[%d] (%s).pods: a burst phase needs pods >= 1 (or set duration and rate for churn)", i, p.Name)
+		case p.Churn() && (p.BypassScheduler || p.LivePodsPerNode != 0):
+			add("spec.phases[%d] (%s): bypassScheduler and livePodsPerNode are for bursts, not churn (duration set)", i, p.Name)
+		case !p.Churn() && p.Pods < 1 && p.LivePodsPerNode < 1:
+			add("spec.phases[%d] (%s).pods: a burst phase needs pods >= 1 or livePodsPerNode >= 1 (or set duration and rate for churn)", i, p.Name)
+		case p.Pods > 0 && p.LivePodsPerNode > 0:
+			add("spec.phases[%d] (%s): set pods or livePodsPerNode, not both", i, p.Name)
+		case p.BypassScheduler && !slices.ContainsFunc(w.Spec.Mix, MixEntry.Schedulable):
+			add("spec.phases[%d] (%s).bypassScheduler: binds only well-formed pods, and spec.mix has none", i, p.Name)
 		case p.Rate < 0:
 			add("spec.phases[%d] (%s).rate: must be >= 0", i, p.Name)
 		}

@@ -37,6 +37,9 @@ func TestBadWorkloadsNameTheField(t *testing.T) {
 		{"churn without rate", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, duration: 60s}]}\n", "spec.phases[0] (c).rate"},
 		{"bad duration", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, rate: 1, duration: soon}]}\n", "want a duration like 60s"},
 		{"empty burst", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: b}]}\n", "spec.phases[0] (b).pods"},
+		{"fill in churn", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, rate: 1, duration: 5s, bypassScheduler: true}]}\n", "spec.phases[0] (c): bypassScheduler and livePodsPerNode are for bursts"},
+		{"both sizes", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: f, pods: 5, livePodsPerNode: 5}]}\n", "spec.phases[0] (f): set pods or livePodsPerNode, not both"},
+		{"fill with nothing to place", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1, shape: untolerated}], phases: [{name: f, pods: 5, bypassScheduler: true}]}\n", "spec.phases[0] (f).bypassScheduler: binds only well-formed pods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".yaml")
