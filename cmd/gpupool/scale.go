@@ -8,6 +8,7 @@ import (
 	"html"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,9 +38,13 @@ func scaleCmd(ctx context.Context, args []string) error {
 	workloadPath := fs.String("workload", defaultWorkload, "workload file (gpupool.dev/v1alpha1 Workload)")
 	candidateDir := fs.String("candidate", "", "candidate directory (default "+harness.DefaultCandidate+")")
 	out := fs.String("out", "", "report directory (default reports/out/scale-<run-id>)")
+	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !goMemLimit.MatchString(*memLimit) {
+		return fmt.Errorf("--apiserver-memory-limit %q: want a Go GOMEMLIMIT such as 2600MiB or 3GiB, or off", *memLimit)
 	}
 	root, err := harness.RepoRoot()
 	if err != nil {
@@ -105,7 +110,10 @@ func scaleCmd(ctx context.Context, args []string) error {
 		if *profile {
 			profileDir = dir
 		}
-		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, profileDir)
+		tuning := cluster.ScaleTuning()
+		tuning.Profiling = profileDir != ""
+		tuning.APIServerMemoryLimit = *memLimit
+		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, tuning, profileDir)
 		run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 		if err != nil {
 			run.Error = err.Error()
@@ -172,12 +180,13 @@ func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
 	return out
 }
 
+// goMemLimit is the form the Go runtime takes for GOMEMLIMIT.
+var goMemLimit = regexp.MustCompile(`^([0-9]+(B|KiB|MiB|GiB|TiB)?|off)$`)
+
 // scaleOne brings up a tuned cluster for one fleet, runs the workload and
 // removes the cluster, whatever happens.
-func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, profileDir string) (*scale.Result, error) {
+func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
 	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
-	tuning := cluster.ScaleTuning()
-	tuning.Profiling = profileDir != ""
 	provider, err := harness.TunedProvider(name, tuning)
 	if err != nil {
 		return nil, err
