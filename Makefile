@@ -76,7 +76,7 @@ test-scale: build
 ## figure beside its target, writes scale.json and scale.html (plots).
 ## Scheduler bursts of 4,000, 20,000 and 2,000 pods; each run is then filled
 ## to 5 pods per node by the harness (50,000 pods at 10,000 nodes), which
-## binds pods twice as fast as the scheduler does here.
+## binds pods about four times as fast as the scheduler places them here.
 BENCH_FLEETS ?= manifests/fleets/scale-1k.yaml,manifests/fleets/scale-5k.yaml,manifests/fleets/scale-10k.yaml
 BENCH_PODS ?= 4000,20000,2000
 bench-scale: build
