@@ -104,15 +104,14 @@ func scaleCmd(ctx context.Context, args []string) error {
 	}
 	var runs []scaleRun
 	failed := false
+	tuning := cluster.ScaleTuning()
+	tuning.APIServerMemoryLimit = *memLimit
+	profileDir := ""
+	if *profile {
+		tuning.Profiling, profileDir = true, dir
+	}
 	for i, j := range jobs {
 		label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
-		profileDir := ""
-		if *profile {
-			profileDir = dir
-		}
-		tuning := cluster.ScaleTuning()
-		tuning.Profiling = profileDir != ""
-		tuning.APIServerMemoryLimit = *memLimit
 		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, tuning, profileDir)
 		run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Tuning holds control-plane settings for large fleets. The zero value
@@ -138,39 +140,63 @@ options:
   nodeLeaseParallelism: %d
 `, p, p, p))
 	}
-	var top strings.Builder
-	apiserverEnvs := t.APIServerGOGC != "" || t.APIServerMemoryLimit != ""
-	if len(t.DisabledControllers) > 0 || apiserverEnvs || len(t.DisabledAdmissionPlugins) > 0 || t.Profiling {
-		top.WriteString("componentsPatches:\n")
+	top, err := t.componentPatches()
+	if err != nil {
+		return "", "", nil, err
 	}
+	return b.String(), top, docs, nil
+}
+
+// componentPatch is one entry of KwokctlConfiguration componentsPatches.
+type componentPatch struct {
+	Name      string     `json:"name"`
+	ExtraArgs []extraArg `json:"extraArgs,omitempty"`
+	ExtraEnvs []extraEnv `json:"extraEnvs,omitempty"`
+}
+
+type extraArg struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+type extraEnv struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// componentPatches renders the componentsPatches the tuning needs ("" for
+// none).
+func (t Tuning) componentPatches() (string, error) {
 	// A repeated --authorization-always-allow-paths adds to kwokctl's list.
-	const allowPprof = "      - {key: authorization-always-allow-paths, value: /debug/pprof/*}\n"
+	allowPprof := extraArg{Key: "authorization-always-allow-paths", Value: "/debug/pprof/*"}
+	scheduler := componentPatch{Name: "kube-scheduler"}
+	controllerManager := componentPatch{Name: "kube-controller-manager"}
+	apiserver := componentPatch{Name: "kube-apiserver"}
 	if t.Profiling {
-		top.WriteString("  - name: kube-scheduler\n    extraArgs:\n" + allowPprof)
-	}
-	if len(t.DisabledControllers) > 0 || t.Profiling {
-		top.WriteString("  - name: kube-controller-manager\n    extraArgs:\n")
+		scheduler.ExtraArgs = append(scheduler.ExtraArgs, allowPprof)
+		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, allowPprof)
 	}
 	if len(t.DisabledControllers) > 0 {
-		fmt.Fprintf(&top, "      - {key: controllers, value: \"*,-%s\"}\n", strings.Join(t.DisabledControllers, ",-"))
-	}
-	if t.Profiling {
-		top.WriteString(allowPprof)
-	}
-	if apiserverEnvs || len(t.DisabledAdmissionPlugins) > 0 {
-		top.WriteString("  - name: kube-apiserver\n")
+		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, extraArg{"controllers", "*,-" + strings.Join(t.DisabledControllers, ",-")})
 	}
 	if len(t.DisabledAdmissionPlugins) > 0 {
-		fmt.Fprintf(&top, "    extraArgs:\n      - {key: disable-admission-plugins, value: %q}\n", strings.Join(t.DisabledAdmissionPlugins, ","))
+		apiserver.ExtraArgs = append(apiserver.ExtraArgs, extraArg{"disable-admission-plugins", strings.Join(t.DisabledAdmissionPlugins, ",")})
 	}
-	if apiserverEnvs {
-		top.WriteString("    extraEnvs:\n")
-		if t.APIServerGOGC != "" {
-			fmt.Fprintf(&top, "      - {name: GOGC, value: %q}\n", t.APIServerGOGC)
-		}
-		if t.APIServerMemoryLimit != "" {
-			fmt.Fprintf(&top, "      - {name: GOMEMLIMIT, value: %q}\n", t.APIServerMemoryLimit)
+	if t.APIServerGOGC != "" {
+		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, extraEnv{"GOGC", t.APIServerGOGC})
+	}
+	if t.APIServerMemoryLimit != "" {
+		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, extraEnv{"GOMEMLIMIT", t.APIServerMemoryLimit})
+	}
+	var patches []componentPatch
+	for _, p := range []componentPatch{scheduler, controllerManager, apiserver} {
+		if len(p.ExtraArgs)+len(p.ExtraEnvs) > 0 {
+			patches = append(patches, p)
 		}
 	}
-	return b.String(), top.String(), docs, nil
+	if len(patches) == 0 {
+		return "", nil
+	}
+	out, err := yaml.Marshal(map[string]any{"componentsPatches": patches})
+	return string(out), err
 }

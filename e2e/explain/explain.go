@@ -192,11 +192,18 @@ func advertised(nodes []corev1.Node) []string {
 	return sortedKeys(set)
 }
 
+// HoldsResources reports whether the pod counts against its node's
+// resources, as the scheduler counts it: bound and not finished (a
+// terminating pod holds its devices until it is gone).
+func HoldsResources(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
 func inUse(pods []corev1.Pod) map[string]map[string]int64 {
 	out := map[string]map[string]int64{}
 	for i := range pods {
 		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !HoldsResources(p) {
 			continue
 		}
 		if out[p.Spec.NodeName] == nil {

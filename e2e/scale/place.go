@@ -37,7 +37,7 @@ func newPlacer(nodes []*corev1.Node, pods []*corev1.Pod) *placer {
 		pl.free[n.Name] = free
 	}
 	for _, p := range pods {
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !explain.HoldsResources(p) {
 			continue
 		}
 		pl.take(p.Spec.NodeName, explain.GPURequests(p))

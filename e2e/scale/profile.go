@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +59,7 @@ func (p *profiler) cpu(ctx context.Context, phase string, delay, d time.Duration
 				return
 			case <-time.After(delay):
 			}
-			p.write(ctx, c, fmt.Sprintf("%s-%s.cpu.pprof", phase, c), fmt.Sprintf("profile?seconds=%d", int(d.Seconds())))
+			p.write(ctx, c, fmt.Sprintf("%s-%s.cpu.pprof", phase, c), "profile", int(d.Seconds()))
 		}()
 	}
 	return wg.Wait
@@ -66,31 +68,35 @@ func (p *profiler) cpu(ctx context.Context, phase string, delay, d time.Duration
 // heap writes both components' heap profiles now.
 func (p *profiler) heap(ctx context.Context, when string) {
 	for _, c := range []string{profileAPIServer, profileScheduler} {
-		p.write(ctx, c, fmt.Sprintf("%s-%s.heap.pprof", when, c), "heap")
+		p.write(ctx, c, fmt.Sprintf("%s-%s.heap.pprof", when, c), "heap", 0)
 	}
 }
 
-// write saves one profile; a profile that cannot be had is logged, never
-// fatal: it is evidence, not a measurement.
-func (p *profiler) write(ctx context.Context, component, file, query string) {
+// write saves one profile (/debug/pprof/<profile>, over seconds if > 0); a
+// profile that cannot be had is logged, never fatal: it is evidence, not a
+// measurement.
+func (p *profiler) write(ctx context.Context, component, file, profile string, seconds int) {
 	path := filepath.Join(p.dir, p.prefix+"-"+file)
-	data, err := p.fetch(ctx, component, query)
+	data, err := p.fetch(ctx, component, profile, seconds)
 	if err == nil {
 		err = os.WriteFile(path, data, 0o644)
 	}
 	if err != nil {
-		p.log("profile %s of %s: %v", query, component, err)
+		p.log("profile %s of %s: %v", profile, component, err)
 		return
 	}
 	p.log("profile written: %s", path)
 }
 
-func (p *profiler) fetch(ctx context.Context, component, query string) ([]byte, error) {
-	path, rawQuery, _ := strings.Cut(query, "?")
+func (p *profiler) fetch(ctx context.Context, component, profile string, seconds int) ([]byte, error) {
+	query := url.Values{}
+	if seconds > 0 {
+		query.Set("seconds", strconv.Itoa(seconds))
+	}
 	if component == profileAPIServer {
-		req := p.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + path).Timeout(2 * time.Minute)
-		if k, v, ok := strings.Cut(rawQuery, "="); ok {
-			req = req.Param(k, v)
+		req := p.cs.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/" + profile).Timeout(2 * time.Minute)
+		for k, v := range query {
+			req = req.Param(k, v[0])
 		}
 		return req.DoRaw(ctx)
 	}
@@ -98,7 +104,8 @@ func (p *profiler) fetch(ctx context.Context, component, query string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/debug/pprof/"+query, nil)
+	u := url.URL{Scheme: "https", Host: addr, Path: "/debug/pprof/" + profile, RawQuery: query.Encode()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}

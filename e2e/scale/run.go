@@ -333,7 +333,7 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 			// burst is likely to last at a few dozen pods/s.
 			defer r.prof.cpu(ctx, ph.Name, 5*time.Second, profileSeconds)()
 		}
-		if err := r.burst(ctx, ph, record, &pr.FullPools); err != nil {
+		if pr.FullPools, err = r.burst(ctx, ph, record); err != nil {
 			return nil, err
 		}
 	}
@@ -417,8 +417,9 @@ func trimIdleTail(s []float64) []float64 {
 }
 
 // burst creates the phase's pods as fast as the workers go (or at Rate);
-// a fill phase binds them itself and creates only well-formed shapes.
-func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod), fullPools *[]string) error {
+// a fill phase binds them itself, creates only well-formed shapes, and
+// returns the mix entries it stopped placing when their nodes were full.
+func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) (fullPools []string, err error) {
 	count := ph.Pods
 	if ph.LivePodsPerNode > 0 {
 		count = max(0, ph.LivePodsPerNode*len(r.nodes.GetStore().ListKeys())-r.live())
@@ -436,12 +437,18 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod), 
 		pl := newPlacer(nodes, pods)
 		pick := 0
 		full := map[int]bool{} // mix entries whose nodes have no room left
+		placeable := 0
+		for _, want := range r.expected {
+			if want == "" {
+				placeable++
+			}
+		}
 		next = func(int) (*corev1.Pod, error) {
 			for {
 				entry := r.w.Pick(pick)
 				pick++
 				if r.expected[entry] != "" || full[entry] {
-					if len(full) == r.schedulableEntries() {
+					if len(full) == placeable {
 						return nil, errPoolsFull
 					}
 					continue
@@ -452,7 +459,7 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod), 
 					// As the scheduler would leave it Pending: the rest
 					// of the mix goes on filling.
 					full[entry] = true
-					*fullPools = append(*fullPools, fmt.Sprintf("spec.mix[%d] (pool %s): %v", entry, r.w.Spec.Mix[entry].Pool, err))
+					fullPools = append(fullPools, fmt.Sprintf("spec.mix[%d] (pool %s): %v", entry, r.w.Spec.Mix[entry].Pool, err))
 					continue
 				}
 				pod.Spec.NodeName = node
@@ -483,28 +490,18 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod), 
 		}
 		pod, err := next(i)
 		if errors.Is(err, errPoolsFull) {
-			return nil
+			return fullPools, nil
 		}
 		if err != nil {
-			return err
+			return fullPools, err
 		}
 		work <- pod
 	}
-	return nil
+	return fullPools, nil
 }
 
 // errPoolsFull ends a fill phase early: no well-formed pod has room left.
 var errPoolsFull = errors.New("every pool of the mix is full")
-
-func (r *Runner) schedulableEntries() int {
-	n := 0
-	for _, want := range r.expected {
-		if want == "" {
-			n++
-		}
-	}
-	return n
-}
 
 // live counts the run's pods not being deleted.
 func (r *Runner) live() int {
