@@ -153,20 +153,17 @@ func (e *Embedded) Detach() { e.detached = true }
 // returns how many there were.
 func (e *Embedded) RemoveAll(ctx context.Context) (int, error) {
 	e.env()
-	entries, err := os.ReadDir(filepath.Join(e.workdir(), "clusters"))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+	names, err := clusterNames(filepath.Join(e.workdir(), "clusters"))
 	if err != nil {
 		return 0, err
 	}
 	var errs []error
-	for _, ent := range entries {
-		errs = append(errs, e.deleteCluster(ctx, ent.Name(), nil))
+	for _, name := range names {
+		errs = append(errs, e.deleteCluster(ctx, name, nil))
 	}
 	// Versions before 2026-11-30 kept kwokctl configs here, one per run.
 	errs = append(errs, os.RemoveAll(filepath.Join(e.cfg.StateDir, "configs")))
-	return len(entries), errors.Join(errs...)
+	return len(names), errors.Join(errs...)
 }
 
 // Dir is the cluster's directory: every component runs from it.
@@ -210,27 +207,44 @@ func removeTempKubeconfigs(provider, cluster string) error {
 }
 
 // SweepStale removes clusters whose owning process is gone: what a run
-// killed with SIGKILL, or a crashed machine, left behind.
+// killed with SIGKILL, or a crashed machine, left behind. A leftover that
+// cannot be removed is reported, not fatal: this run's cluster has a name
+// of its own, and `gpupool down` retries the removal.
 func (e *Embedded) SweepStale(ctx context.Context) error {
-	entries, err := os.ReadDir(filepath.Join(e.workdir(), "clusters"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	names, err := clusterNames(filepath.Join(e.workdir(), "clusters"))
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, ent := range entries {
-		dir := e.clusterDir(ent.Name())
-		if ownerAlive(dir) {
+	for _, name := range names {
+		if ownerAlive(e.clusterDir(name)) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "gpupool: removing cluster %s left by a run that is gone\n", ent.Name())
-		if err := e.deleteCluster(ctx, ent.Name(), nil); err != nil {
-			errs = append(errs, err)
+		fmt.Fprintf(os.Stderr, "gpupool: removing cluster %s left by a run that is gone\n", name)
+		if err := e.deleteCluster(ctx, name, nil); err != nil {
+			fmt.Fprintf(os.Stderr, "gpupool: could not remove cluster %s (gpupool down retries): %v\n", name, err)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// clusterNames lists the cluster directories under dir. Other entries
+// (the kind network marker, a user's stray file) are not clusters, and
+// treating one as a cluster would fail every later run's sweep.
+func clusterNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ent := range entries {
+		if ent.IsDir() {
+			names = append(names, ent.Name())
+		}
+	}
+	return names, nil
 }
 
 func (e *Embedded) writeConfig() (string, error) {

@@ -262,40 +262,37 @@ func (k *Kind) deleteCluster(ctx context.Context, name string) error {
 }
 
 // SweepStale removes gpupool kind clusters whose owning process is gone.
+// A leftover that cannot be removed is reported, not fatal: this run's
+// cluster has a name of its own, and `gpupool down` retries the removal.
 func (k *Kind) SweepStale(ctx context.Context) error {
-	entries, err := os.ReadDir(k.clustersDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	names, err := clusterNames(k.clustersDir())
 	if err != nil {
 		return err
 	}
-	var errs []error
-	for _, ent := range entries {
-		if ownerAlive(k.clusterDir(ent.Name())) {
+	for _, name := range names {
+		if ownerAlive(k.clusterDir(name)) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "gpupool: removing kind cluster %s left by a run that is gone\n", ent.Name())
-		errs = append(errs, k.deleteCluster(ctx, ent.Name()))
+		fmt.Fprintf(os.Stderr, "gpupool: removing kind cluster %s left by a run that is gone\n", name)
+		if err := k.deleteCluster(ctx, name); err != nil {
+			fmt.Fprintf(os.Stderr, "gpupool: could not remove kind cluster %s (gpupool down retries): %v\n", name, err)
+		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // RemoveAll deletes every gpupool kind cluster, live or not, and returns
 // how many there were.
 func (k *Kind) RemoveAll(ctx context.Context) (int, error) {
-	entries, err := os.ReadDir(k.clustersDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
+	names, err := clusterNames(k.clustersDir())
 	if err != nil {
 		return 0, err
 	}
 	var errs []error
-	for _, ent := range entries {
-		errs = append(errs, k.deleteCluster(ctx, ent.Name()))
+	for _, name := range names {
+		errs = append(errs, k.deleteCluster(ctx, name))
 	}
-	return len(entries), errors.Join(errs...)
+	return len(names), errors.Join(errs...)
 }
 
 // nameByDigest gives a loaded image its repo@digest name in the node's

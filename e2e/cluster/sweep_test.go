@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A run killed while a kind cluster it made was up leaves the cluster's
+// directory and the network marker beside it. The next run's sweep removes
+// the cluster and takes the marker for what it is: not a cluster. (CI
+// failed on exactly this: the sweep ran `kind delete` on the marker.)
+func TestKindSweepRemovesOnlyDeadClustersAndSkipsTheNetworkMarker(t *testing.T) {
+	state := t.TempDir()
+	calls := filepath.Join(t.TempDir(), "kind-calls")
+	// kind fails on a name whose kubeconfig lock it cannot take, as the
+	// real one did on the marker file.
+	fakeKind := filepath.Join(t.TempDir(), "kind")
+	require.NoError(t, os.WriteFile(fakeKind, []byte(`#!/bin/sh
+echo "$@" >> `+calls+`
+case "$6" in */.*) echo "not a directory" >&2; exit 1;; esac
+`), 0o755))
+
+	k := &Kind{cfg: KindConfig{KindBinary: fakeKind, StateDir: state}}
+	require.NoError(t, os.MkdirAll(k.clustersDir(), 0o755))
+	require.NoError(t, os.WriteFile(k.networkMarker(), nil, 0o644))
+	writeOwnerFile(t, k.clusterDir("gpupool-dead"), owner{PID: 1 << 30})
+	require.NoError(t, writeOwner(k.clusterDir("gpupool-live"), false))
+
+	require.NoError(t, k.SweepStale(context.Background()))
+
+	b, err := os.ReadFile(calls)
+	require.NoError(t, err, "kind was never called to delete the dead cluster")
+	assert.Equal(t, []string{"delete cluster --name gpupool-dead --kubeconfig " + filepath.Join(k.clusterDir("gpupool-dead"), "kubeconfig")},
+		strings.Split(strings.TrimSpace(string(b)), "\n"))
+	assert.NoDirExists(t, k.clusterDir("gpupool-dead"))
+	assert.DirExists(t, k.clusterDir("gpupool-live"), "a live run's cluster is not the sweep's")
+	assert.FileExists(t, k.networkMarker(), "the network stays while a gpupool cluster is on it")
+
+	n, err := k.RemoveAll(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "RemoveAll counts clusters, not the marker")
+}
+
+// A leftover the sweep cannot remove is reported; it does not stop the run
+// that found it.
+func TestEmbeddedSweepReportsButSurvivesAFailedRemoval(t *testing.T) {
+	state := t.TempDir()
+	fakeKwokctl := filepath.Join(t.TempDir(), "kwokctl")
+	require.NoError(t, os.WriteFile(fakeKwokctl, []byte("#!/bin/sh\necho cannot stop components >&2\nexit 1\n"), 0o755))
+	e := &Embedded{cfg: EmbeddedConfig{StateDir: state, Binaries: Binaries{Kwokctl: fakeKwokctl}}}
+	writeOwnerFile(t, e.clusterDir("gpupool-dead"), owner{PID: 1 << 30})
+	require.NoError(t, os.WriteFile(filepath.Join(e.workdir(), "clusters", "notes.txt"), nil, 0o644))
+
+	assert.NoError(t, e.SweepStale(context.Background()))
+}
+
+func writeOwnerFile(t *testing.T, dir string, o owner) {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	b, err := json.Marshal(o)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ownerFile), b, 0o644))
+}
