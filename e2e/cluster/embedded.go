@@ -81,9 +81,9 @@ func (e *Embedded) Kind() string { return "embedded" }
 
 func (e *Embedded) workdir() string { return filepath.Join(e.cfg.StateDir, "kwok") }
 
-func (e *Embedded) clusterDir(name string) string {
-	return filepath.Join(e.workdir(), "clusters", name)
-}
+func (e *Embedded) clustersDir() string { return filepath.Join(e.workdir(), "clusters") }
+
+func (e *Embedded) clusterDir(name string) string { return filepath.Join(e.clustersDir(), name) }
 
 // env makes every kwokctl call see gpupool's workdir and kube version.
 func (e *Embedded) env() {
@@ -153,7 +153,7 @@ func (e *Embedded) Detach() { e.detached = true }
 // returns how many there were.
 func (e *Embedded) RemoveAll(ctx context.Context) (int, error) {
 	e.env()
-	names, err := clusterNames(filepath.Join(e.workdir(), "clusters"))
+	names, err := clusterNames(e.clustersDir())
 	if err != nil {
 		return 0, err
 	}
@@ -211,17 +211,25 @@ func removeTempKubeconfigs(provider, cluster string) error {
 // cannot be removed is reported, not fatal: this run's cluster has a name
 // of its own, and `gpupool down` retries the removal.
 func (e *Embedded) SweepStale(ctx context.Context) error {
-	names, err := clusterNames(filepath.Join(e.workdir(), "clusters"))
+	return sweepStale(ctx, e.clustersDir(), "cluster", func(ctx context.Context, name string) error {
+		return e.deleteCluster(ctx, name, nil)
+	})
+}
+
+// sweepStale removes each cluster under dir whose owner is gone, with
+// remove; what is called a "cluster" in the messages.
+func sweepStale(ctx context.Context, dir, what string, remove func(context.Context, string) error) error {
+	names, err := clusterNames(dir)
 	if err != nil {
 		return err
 	}
 	for _, name := range names {
-		if ownerAlive(e.clusterDir(name)) {
+		if ownerAlive(filepath.Join(dir, name)) {
 			continue
 		}
-		fmt.Fprintf(os.Stderr, "gpupool: removing cluster %s left by a run that is gone\n", name)
-		if err := e.deleteCluster(ctx, name, nil); err != nil {
-			fmt.Fprintf(os.Stderr, "gpupool: could not remove cluster %s (gpupool down retries): %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "gpupool: removing %s %s left by a run that is gone\n", what, name)
+		if err := remove(ctx, name); err != nil {
+			fmt.Fprintf(os.Stderr, "gpupool: could not remove %s %s (gpupool down retries): %v\n", what, name, err)
 		}
 	}
 	return nil

@@ -265,20 +265,7 @@ func (k *Kind) deleteCluster(ctx context.Context, name string) error {
 // A leftover that cannot be removed is reported, not fatal: this run's
 // cluster has a name of its own, and `gpupool down` retries the removal.
 func (k *Kind) SweepStale(ctx context.Context) error {
-	names, err := clusterNames(k.clustersDir())
-	if err != nil {
-		return err
-	}
-	for _, name := range names {
-		if ownerAlive(k.clusterDir(name)) {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "gpupool: removing kind cluster %s left by a run that is gone\n", name)
-		if err := k.deleteCluster(ctx, name); err != nil {
-			fmt.Fprintf(os.Stderr, "gpupool: could not remove kind cluster %s (gpupool down retries): %v\n", name, err)
-		}
-	}
-	return nil
+	return sweepStale(ctx, k.clustersDir(), "kind cluster", k.deleteCluster)
 }
 
 // RemoveAll deletes every gpupool kind cluster, live or not, and returns

@@ -56,7 +56,7 @@ func TestEmbeddedSweepReportsButSurvivesAFailedRemoval(t *testing.T) {
 	require.NoError(t, os.WriteFile(fakeKwokctl, []byte("#!/bin/sh\necho cannot stop components >&2\nexit 1\n"), 0o755))
 	e := &Embedded{cfg: EmbeddedConfig{StateDir: state, Binaries: Binaries{Kwokctl: fakeKwokctl}}}
 	writeOwnerFile(t, e.clusterDir("gpupool-dead"), owner{PID: 1 << 30})
-	require.NoError(t, os.WriteFile(filepath.Join(e.workdir(), "clusters", "notes.txt"), nil, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(e.clustersDir(), "notes.txt"), nil, 0o644))
 
 	assert.NoError(t, e.SweepStale(context.Background()))
 }

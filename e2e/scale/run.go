@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu/controller"
 )
 
 // Options tune how the run drives the cluster.
@@ -196,7 +196,7 @@ func Snapshot(ctx context.Context, cs kubernetes.Interface) (APISnapshot, error)
 func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 	pf := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = LabelRun + "=" + r.runID
-	}), informers.WithTransform(dropManagedFields))
+	}), informers.WithTransform(controller.StripManagedFields))
 	r.pods = pf.Core().V1().Pods().Informer()
 	seen := func(obj any) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -206,7 +206,7 @@ func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 	if _, err := r.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seen, UpdateFunc: func(_, o any) { seen(o) }}); err != nil {
 		return err
 	}
-	nf := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithTransform(dropManagedFields))
+	nf := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithTransform(controller.StripManagedFields))
 	r.nodes = nf.Core().V1().Nodes().Informer()
 	var mu sync.Mutex
 	down := map[string]bool{}
@@ -635,13 +635,4 @@ func (r *Runner) contract(ctx context.Context) Contract {
 		return Contract{Violations: 1, Examples: []string{"listing namespaces: " + err.Error()}}
 	}
 	return checkContract(r.fl, r.w, r.expected, nodes, pods, nss.Items)
-}
-
-// dropManagedFields keeps server-side apply's bookkeeping out of the run's
-// caches, which hold every pod and node of the fleet and never read it.
-func dropManagedFields(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
