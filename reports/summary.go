@@ -26,9 +26,22 @@ type Summary struct {
 	Duration   float64           `json:"durationSeconds"`
 	Totals     Totals            `json:"totals"`
 	Checks     []CheckResult     `json:"checks"`
+	// Exploration says how the exploration suite drew its pods, and
+	// where the counterexamples it found are.
+	Exploration *Exploration `json:"exploration,omitempty"`
 	// Errors are failures outside any check (setup, a suite that did not
 	// build or start); a run with errors fails.
 	Errors []string `json:"errors,omitempty"`
+}
+
+// Exploration is a run's exploration settings and findings.
+type Exploration struct {
+	// Seed replays the run's shapes (gpupool run --explore-seed).
+	Seed   uint64 `json:"seed"`
+	Budget string `json:"budget"`
+	// Counterexamples are reproduction files, relative to the report
+	// directory (kubectl apply -f on gpupool up shows each violation).
+	Counterexamples []string `json:"counterexamples,omitempty"`
 }
 
 // Ref names an input of the run.

@@ -17,7 +17,8 @@ import (
 const usage = `gpupool checks a Kubernetes GPU pool contract.
 
 Usage:
-  gpupool run    [flags]   bring up a cluster, install the candidate, run the suites, report, tear down
+  gpupool run    [flags]   bring up a cluster, install the candidate, run the suites (exploration
+                           included: --explore-seed, --explore-budget), report, tear down
   gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
   gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
   gpupool scale  [flags]   put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk

@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/reports"
 )
 
 // mutantsCmd proves every check can fail: it runs the suites on each
@@ -24,7 +26,13 @@ func mutantsCmd(ctx context.Context, args []string) error {
 	registerProvider(fs, &provider)
 	suitesPattern := fs.String("suites", "./suites/...", "suite packages to run")
 	outFlag := fs.String("out", "", "report directory (default reports/out/mutants-<id>)")
+	parallel := fs.Int("parallel", 2, "how many broken candidates run at once, each on its own cluster")
+	var ex exploreFlags
+	ex.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if _, err := ex.settle(); err != nil {
 		return err
 	}
 	root, err := harness.RepoRoot()
@@ -76,95 +84,74 @@ func mutantsCmd(ctx context.Context, args []string) error {
 		return err
 	}
 
-	type verdict struct {
-		name, result, detail string
-	}
-	var verdicts []verdict
-	killed, notRun := 0, 0
+	// Mutants run side by side, each on its own cluster: most of a run
+	// is waiting on the cluster, and the clusters are small.
+	verdicts := make([]verdict, len(plans))
+	sem := make(chan struct{}, max(1, *parallel))
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
 	for i, plan := range plans {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		v := verdict{name: plan.Candidate.Name}
-		want := map[string]bool{}
-		for _, c := range plan.Candidate.Meta.Spec.Breaks {
-			// A check another provider makes cannot fail here.
-			if chk, _ := checks.Lookup(c); runsOn(chk, provider) {
-				want[c] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
 			}
-		}
-		if len(want) == 0 {
-			v.result, v.detail = "NOT RUN", "it breaks only checks another provider makes"
-			notRun++
-			verdicts = append(verdicts, v)
-			logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
-			continue
-		}
-		s, err := execute(ctx, runSpec{id: harness.NewRunName(), plan: plan, suites: suites, out: filepath.Join(out, plan.Candidate.Name), provider: provider})
-		if err != nil {
-			return err
-		}
-		// Only checks of the suites run here are expected (--suites).
-		ran := map[string]bool{}
-		for _, c := range s.Checks {
-			ran[c.ID] = true
-		}
-		for c := range want {
-			if !ran[c] {
-				delete(want, c)
-			}
-		}
-		var missing, extra []string
-		failed := map[string]bool{}
-		for _, c := range s.Checks {
-			if c.Result == "fail" {
-				failed[c.ID] = true
-				if !want[c.ID] {
-					extra = append(extra, c.ID)
+			v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), ex, *parallel > 1)
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
 				}
+				errMu.Unlock()
+				return
 			}
-		}
-		for c := range want {
-			if !failed[c] {
-				missing = append(missing, c)
-			}
-		}
-		sort.Strings(missing)
-		sort.Strings(extra)
+			verdicts[i] = v
+			logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	killed, killedFixed, notRun := 0, 0, 0
+	for _, v := range verdicts {
 		switch {
-		case len(s.Errors) > 0:
-			v.result, v.detail = "ERROR", strings.Join(s.Errors, "; ")
-		case len(failed) == 0:
-			v.result, v.detail = "SURVIVED", "no check failed"
-		case len(missing)+len(extra) > 0:
-			v.result = "WRONG REASON"
-			if len(missing) > 0 {
-				v.detail += "expected to fail but passed: " + strings.Join(missing, ", ") + ". "
-			}
-			if len(extra) > 0 {
-				v.detail += "failed but not listed in spec.breaks: " + strings.Join(extra, ", ") + "."
-			}
-		default:
-			v.result, v.detail = "KILLED", fmt.Sprintf("%d checks failed, as listed", len(failed))
+		case v.result == "NOT RUN":
+			notRun++
+		case v.result == "KILLED":
 			killed++
 		}
-		verdicts = append(verdicts, v)
-		logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
+		if v.fixedResult == "KILLED" {
+			killedFixed++
+		}
 	}
 
 	fmt.Println()
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tDETAIL")
+	fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tWITHOUT EXPLORATION\tDETAIL")
 	for _, v := range verdicts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", v.name, v.result, v.detail)
+		fixed := v.fixedResult
+		if fixed == "" {
+			fixed = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.name, v.result, fixed, v.detail)
 	}
 	tw.Flush()
 	total := len(verdicts) - notRun
 	if total == 0 {
 		return fmt.Errorf("none of the candidates breaks a check the %s provider makes", harness.ProviderName(provider))
 	}
-	fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\nreports: %s\n",
-		harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total), out)
+	fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\n"+
+		"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d)\nreports: %s\n",
+		harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
+		killedFixed, total, 100*float64(killedFixed)/float64(total), ex.seed, ex.seed, out)
 	writeMutantsSummary(out, killed, total)
 	if killed != total {
 		return exitError{1}
@@ -180,4 +167,90 @@ func writeMutantsSummary(out string, killed, total int) {
 // runsOn reports whether a check is made on the named provider.
 func runsOn(c checks.Check, provider string) bool {
 	return c.Provider == "" || c.Provider == harness.ProviderName(provider)
+}
+
+// judgeMutant compares the checks a mutant's run failed with the ones it
+// must fail, both narrowed to the checks keep admits.
+func judgeMutant(s *reports.Summary, want map[string]bool, keep func(id string) bool) (result, detail string) {
+	// Only checks of the suites run here are expected (--suites).
+	ran := map[string]bool{}
+	for _, c := range s.Checks {
+		ran[c.ID] = true
+	}
+	wanted := map[string]bool{}
+	for c := range want {
+		if ran[c] && keep(c) {
+			wanted[c] = true
+		}
+	}
+	var missing, extra []string
+	failed := map[string]bool{}
+	for _, c := range s.Checks {
+		if c.Result == "fail" && keep(c.ID) {
+			failed[c.ID] = true
+			if !wanted[c.ID] {
+				extra = append(extra, c.ID)
+			}
+		}
+	}
+	for c := range wanted {
+		if !failed[c] {
+			missing = append(missing, c)
+		}
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	switch {
+	case len(s.Errors) > 0:
+		return "ERROR", strings.Join(s.Errors, "; ")
+	case len(failed) == 0:
+		return "SURVIVED", "no check failed"
+	case len(missing)+len(extra) > 0:
+		if len(missing) > 0 {
+			detail += "expected to fail but passed: " + strings.Join(missing, ", ") + ". "
+		}
+		if len(extra) > 0 {
+			detail += "failed but not listed in spec.breaks: " + strings.Join(extra, ", ") + "."
+		}
+		return "WRONG REASON", detail
+	}
+	return "KILLED", fmt.Sprintf("%d checks failed, as listed", len(failed))
+}
+
+// isExploration tells the checks of the exploration suite from the
+// fixed-shape ones.
+func isExploration(id string) bool {
+	c, ok := checks.Lookup(id)
+	return ok && c.Area == checks.AreaExploration
+}
+
+type verdict struct {
+	name, result, detail string
+	// fixedResult is the verdict by the fixed-shape checks alone.
+	fixedResult string
+}
+
+// runMutant runs the suites on one broken candidate and judges the result.
+func runMutant(ctx context.Context, plan *harness.Plan, provider string, suites []suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
+	v := verdict{name: plan.Candidate.Name}
+	want := map[string]bool{}
+	for _, c := range plan.Candidate.Meta.Spec.Breaks {
+		// A check another provider makes cannot fail here.
+		if chk, _ := checks.Lookup(c); runsOn(chk, provider) {
+			want[c] = true
+		}
+	}
+	if len(want) == 0 {
+		v.result, v.detail = "NOT RUN", "it breaks only checks another provider makes"
+		return v, nil
+	}
+	s, err := execute(ctx, runSpec{id: harness.NewRunName(), plan: plan, suites: suites, out: out, provider: provider, explore: ex, quiet: quiet})
+	if err != nil {
+		return v, err
+	}
+	v.result, v.detail = judgeMutant(s, want, func(string) bool { return true })
+	// The same run judged by the fixed-shape checks alone: what the
+	// score would be without exploration.
+	v.fixedResult, _ = judgeMutant(s, want, func(id string) bool { return !isExploration(id) })
+	return v, nil
 }

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -24,6 +26,46 @@ import (
 type runFlags struct {
 	candidate, fleet, out, suites, provider string
 	keep                                    bool
+	explore                                 exploreFlags
+}
+
+// exploreFlags set how the exploration suite draws its pods.
+type exploreFlags struct {
+	seed   uint64
+	budget string
+}
+
+func (e *exploreFlags) register(fs *flag.FlagSet) {
+	seed, _ := strconv.ParseUint(os.Getenv("GPUPOOL_EXPLORE_SEED"), 10, 64)
+	fs.Uint64Var(&e.seed, "explore-seed", seed, "replay an exploration: the seed a run printed (default: a new one; env GPUPOOL_EXPLORE_SEED)")
+	fs.StringVar(&e.budget, "explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 turns it off (default 60/20s; env GPUPOOL_EXPLORE_BUDGET)")
+}
+
+// settle validates the budget and draws a seed when none was given, so the
+// run can print it before anything starts.
+func (e *exploreFlags) settle() (explore.Budget, error) {
+	b, err := explore.ParseBudget(e.budget)
+	if err != nil {
+		return b, err
+	}
+	if e.seed == 0 {
+		e.seed = explore.NewSeed()
+	}
+	return b, nil
+}
+
+// args are the suite-binary flags that carry the settings.
+func (e exploreFlags) args(reportDir string) []string {
+	// The suite runs in its package directory: a relative --out would land
+	// there.
+	if abs, err := filepath.Abs(reportDir); err == nil {
+		reportDir = abs
+	}
+	out := []string{"--gpupool.explore-seed", strconv.FormatUint(e.seed, 10), "--gpupool.report-dir", reportDir}
+	if e.budget != "" {
+		out = append(out, "--gpupool.explore-budget", e.budget)
+	}
+	return out
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -43,7 +85,12 @@ func runCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&f.out, "out", "", "report directory (default reports/out/<run-id>)")
 	fs.StringVar(&f.suites, "suites", "./suites/...", "suite packages to run (go package pattern)")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the cluster running after the run (remove it with 'gpupool down')")
+	f.explore.register(fs)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	budget, err := f.explore.settle()
+	if err != nil {
 		return err
 	}
 	root, err := harness.RepoRoot()
@@ -71,7 +118,10 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider})
+	if budget.Shapes > 0 {
+		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
+	}
+	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore})
 	if err != nil {
 		return err
 	}
@@ -95,6 +145,10 @@ type runSpec struct {
 	keep   bool
 	// provider names the cluster provider ("" = embedded).
 	provider string
+	explore  exploreFlags
+	// quiet: no line per finished check (runs side by side would
+	// interleave them).
+	quiet bool
 }
 
 // execute brings up a cluster for the plan, runs the suites against it,
@@ -146,7 +200,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 		return nil, err
 	}
 	for _, s := range spec.suites {
-		if err := runSuite(ctx, s, r, provider.Kind(), ef); err != nil {
+		if err := runSuite(ctx, s, r, provider.Kind(), spec.explore.args(filepath.Join(spec.out, "counterexamples")), spec.quiet, ef); err != nil {
 			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {
 				break
@@ -158,7 +212,24 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	summary.Exploration = exploration(spec)
 	return summary, finish(summary, res, spec.out, started)
+}
+
+// exploration records the run's exploration settings and the
+// counterexamples its checks wrote.
+func exploration(spec runSpec) *reports.Exploration {
+	e := &reports.Exploration{Seed: spec.explore.seed, Budget: spec.explore.budget}
+	if e.Budget == "" {
+		e.Budget = "default"
+	}
+	files, _ := filepath.Glob(filepath.Join(spec.out, "counterexamples", "*.yaml"))
+	for _, f := range files {
+		if rel, err := filepath.Rel(spec.out, f); err == nil {
+			e.Counterexamples = append(e.Counterexamples, rel)
+		}
+	}
+	return e
 }
 
 func finish(s *reports.Summary, res *reports.Results, out string, started time.Time) error {
@@ -285,15 +356,15 @@ func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, erro
 // them to w and printing each check's outcome as it ends. The binary and the converter are direct
 // children with a parent-death signal, so even a SIGKILLed gpupool leaves
 // no suite running.
-func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, w io.Writer) error {
-	suiteCmd := exec.CommandContext(ctx, s.bin,
+func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, extra []string, quiet bool, w io.Writer) error {
+	suiteCmd := exec.CommandContext(ctx, s.bin, append([]string{
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
 		"--gpupool.fleet", r.Fleet.File,
 		"--gpupool.candidate", r.Candidate.Dir,
 		// Checks only one provider can make are labelled with it.
 		"--skip-labels", harness.OtherProvidersLabels(provider),
-	)
+	}, extra...)...)
 	suiteCmd.Dir = s.dir
 	suiteCmd.Stderr = os.Stderr
 	// SIGTERM first: e2e-framework then runs the features' teardowns.
@@ -329,7 +400,7 @@ func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, w i
 	for sc.Scan() {
 		line := sc.Bytes()
 		w.Write(append(line, '\n'))
-		if progress(line) {
+		if progress(line, quiet) {
 			testFailed = true
 		}
 	}
@@ -355,14 +426,14 @@ func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, w i
 
 // progress prints a line per finished check and reports whether the
 // event is a failed test.
-func progress(line []byte) (testFailed bool) {
+func progress(line []byte, quiet bool) (testFailed bool) {
 	var ev reports.Event
 	if json.Unmarshal(line, &ev) != nil {
 		return false
 	}
 	testFailed = ev.Test != "" && ev.Action == "fail"
 	parts := strings.Split(ev.Test, "/")
-	if len(parts) != 2 || (ev.Action != "pass" && ev.Action != "fail" && ev.Action != "skip") {
+	if quiet || len(parts) != 2 || (ev.Action != "pass" && ev.Action != "fail" && ev.Action != "skip") {
 		return testFailed
 	}
 	if _, ok := checks.Lookup(parts[1]); ok {

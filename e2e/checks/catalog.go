@@ -122,3 +122,32 @@ var (
 		Rule: "On a real kubelet, taking the device-plugin pod off the node (nvidia.com/gpu.deploy.device-plugin=false, as the GPU Operator does) drops the node's allocatable GPUs to 0 once the kubelet notices, and the DaemonSet's new pod brings them back.",
 	})
 )
+
+// Rules tried against pods drawn over everything a tenant controls
+// (e2e/explore), not only the shapes the suites above spell out: the
+// container list a device is asked for in, the request form, node
+// selection, tolerations, RuntimeClass, identity, image, namespace, and
+// whether a controller creates the pod. A violation is shrunk to a
+// minimal pod and written as a reproduction.
+var (
+	ExploreRuntimeClass = Register(Check{
+		ID: "explore.gpu-pods-run-under-nvidia", Area: AreaExploration,
+		Rule: "Every admitted pod that holds an nvidia.com/ resource in any container list (containers, init containers, sidecars), created directly or by a Deployment, Job or StatefulSet, runs under RuntimeClass nvidia.",
+	})
+	ExploreSKUPool = Register(Check{
+		ID: "explore.gpu-pods-select-one-pool", Area: AreaExploration,
+		Rule: "Every admitted GPU pod selects one pool: the GPU nodes its nodeSelector, required node affinity and nodeName admit all belong to a single pool.",
+	})
+	ExploreNoCrossTrust = Register(Check{
+		ID: "explore.no-cross-trust-timeslice", Area: AreaExploration,
+		Rule: "No pod a tenant can write lands on a time-sliced node of another trust domain: every live GPU-holding pod on such a node belongs to the node's trust domain.",
+	})
+	ExploreImagesPinned = Register(Check{
+		ID: "explore.gpu-images-pinned", Area: AreaExploration,
+		Rule: "Every admitted GPU pod, wherever it asks for the device, pins every image of every container list by digest.",
+	})
+	ExploreOwnServiceAccount = Register(Check{
+		ID: "explore.gpu-pods-own-serviceaccount", Area: AreaExploration,
+		Rule: "Every admitted GPU pod, wherever it asks for the device, runs under a service account of its own, never the namespace's default.",
+	})
+)

@@ -20,6 +20,7 @@ const (
 	AreaOperatorHealth   = "operator-health"
 	AreaSecurityFloor    = "security-floor"
 	AreaPendingExplained = "pending-explained"
+	AreaExploration      = "exploration"
 )
 
 // Areas lists the areas in report order with their titles.
@@ -32,6 +33,7 @@ var Areas = []struct{ ID, Title string }{
 	{AreaOperatorHealth, "Operator health"},
 	{AreaSecurityFloor, "Security floor"},
 	{AreaPendingExplained, "Pending is a pool-contract bug"},
+	{AreaExploration, "Every pod a tenant can write"},
 }
 
 // Check is one contract check.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,8 +92,15 @@ func (e *Embedded) env() {
 	os.Setenv("KWOK_KUBE_VERSION", e.cfg.KubeVersion)
 }
 
+// upMu serializes cluster creation in a process: kwokctl gives each
+// component a port it finds free, and two creations at once (a mutants
+// run's clusters side by side) picked the same one.
+var upMu sync.Mutex
+
 // Up implements Provider.
 func (e *Embedded) Up(ctx context.Context) (*Cluster, error) {
+	upMu.Lock()
+	defer upMu.Unlock()
 	e.env()
 	if err := e.SweepStale(ctx); err != nil {
 		return nil, err
@@ -224,7 +232,7 @@ func sweepStale(ctx context.Context, dir, what string, remove func(context.Conte
 		return err
 	}
 	for _, name := range names {
-		if ownerAlive(filepath.Join(dir, name)) {
+		if ownerAlive(filepath.Join(dir, name)) || beingClaimed(filepath.Join(dir, name)) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "gpupool: removing %s %s left by a run that is gone\n", what, name)
@@ -308,7 +316,28 @@ func writeOwner(dir string, detached bool) error {
 		return err
 	}
 	b, _ := json.Marshal(owner{PID: os.Getpid(), StartTick: processStart(os.Getpid()), Detached: detached})
-	return os.WriteFile(filepath.Join(dir, ownerFile), b, 0o644)
+	// Written whole or not at all: a sweep running beside this one (a
+	// mutants run brings up several clusters) must never read half a
+	// record and take a live cluster for a dead one.
+	tmp := filepath.Join(dir, ownerFile+".tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, ownerFile))
+}
+
+// claimGrace is how long a cluster directory without an owner record is
+// taken as being claimed right now rather than left by a dead run.
+const claimGrace = time.Minute
+
+// beingClaimed: the directory has no owner record yet and was made moments
+// ago, by a run between creating it and writing the record.
+func beingClaimed(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, ownerFile)); err == nil {
+		return false
+	}
+	fi, err := os.Stat(dir)
+	return err == nil && time.Since(fi.ModTime()) < claimGrace
 }
 
 func ownerAlive(dir string) bool {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -67,4 +68,22 @@ func writeOwnerFile(t *testing.T, dir string, o owner) {
 	b, err := json.Marshal(o)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ownerFile), b, 0o644))
+}
+
+// A cluster directory with no owner record yet is being claimed by a run
+// beside this one (mutants bring up several clusters at once): the sweep
+// leaves it alone for a while, then takes it for a run that died mid-claim.
+func TestSweepLeavesAClusterBeingClaimed(t *testing.T) {
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "gpupool-fresh"), filepath.Join(dir, "gpupool-old")
+	require.NoError(t, os.MkdirAll(fresh, 0o755))
+	require.NoError(t, os.MkdirAll(old, 0o755))
+	long := time.Now().Add(-2 * claimGrace)
+	require.NoError(t, os.Chtimes(old, long, long))
+	var removed []string
+	require.NoError(t, sweepStale(context.Background(), dir, "cluster", func(_ context.Context, name string) error {
+		removed = append(removed, name)
+		return nil
+	}))
+	assert.Equal(t, []string{"gpupool-old"}, removed)
 }

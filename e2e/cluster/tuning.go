@@ -34,6 +34,11 @@ type Tuning struct {
 	KwokParallelism int
 	// Scheduler tunes kube-scheduler through a KubeSchedulerConfiguration.
 	Scheduler *SchedulerTuning
+	// ControllerManagerQPS is the controller-manager client's QPS (burst
+	// twice that); 0 keeps its default of 20, which the workload
+	// controllers share: exploration's Deployments, Jobs and StatefulSets
+	// queued behind it for seconds.
+	ControllerManagerQPS int
 	// DisabledControllers are controller-manager controllers turned off.
 	DisabledControllers []string
 	// APIServerGOGC and APIServerMemoryLimit set the apiserver's Go
@@ -175,6 +180,10 @@ func (t Tuning) componentPatches() (string, error) {
 	if t.Profiling {
 		scheduler.ExtraArgs = append(scheduler.ExtraArgs, allowPprof)
 		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, allowPprof)
+	}
+	if t.ControllerManagerQPS > 0 && !t.DisableQPSLimits {
+		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs,
+			extraArg{"kube-api-qps", fmt.Sprint(t.ControllerManagerQPS)}, extraArg{"kube-api-burst", fmt.Sprint(2 * t.ControllerManagerQPS)})
 	}
 	if len(t.DisabledControllers) > 0 {
 		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, extraArg{"controllers", "*,-" + strings.Join(t.DisabledControllers, ",-")})

@@ -6,7 +6,6 @@ package expect
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,50 +15,38 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpupool/gpupool/e2e/wait"
 )
 
-// Timeouts for outcomes on the embedded cluster; generous against a
-// loaded 2-core machine, and every wait ends as soon as the outcome shows.
-var (
-	AdmissionTimeout = 10 * time.Second
-	ScheduleTimeout  = 20 * time.Second
-)
+// ScheduleTimeout bounds waits for the scheduler on the embedded cluster:
+// generous against a loaded 2-core machine, and every wait ends as soon
+// as the outcome shows.
+var ScheduleTimeout = 20 * time.Second
 
 // Denied asserts that creating pod is refused at admission with a message
 // containing want. It submits with dryRun=All, so nothing is created, and
-// retries until the deadline: a policy installed a moment ago takes about
-// a second to reach the apiserver's admission chain.
+// judges the one answer: bring-up waits until the candidate's policies
+// are live (e2e/barrier), so an admitted pod is the verdict, not a policy
+// still on its way.
 func Denied(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, want string) error {
 	what := fmt.Sprintf("pod %s/%s to be denied at admission", pod.Namespace, pod.Name)
 	if want != "" {
 		what += fmt.Sprintf(" with a message containing %q", want)
 	}
-	var last string // what the last complete attempt saw
-	err := wait.For(ctx, what, AdmissionTimeout, func(ctx context.Context) (bool, string, error) {
-		_, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		switch {
-		case ctx.Err() != nil:
-			return false, "", nil // the deadline cut this attempt short; keep the last real answer
-		case err == nil:
-			last = "it was admitted"
-		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
-			if strings.Contains(err.Error(), want) {
-				return true, "", nil
-			}
-			last = "it was denied with another message: " + err.Error()
-		default:
-			last = "create failed: " + err.Error()
+	_, err := cs.CoreV1().Pods(pod.Namespace).Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err == nil:
+		return fmt.Errorf("expected %s, but it was admitted", what)
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
+		if strings.Contains(err.Error(), want) {
+			return nil
 		}
-		return false, last, nil
-	})
-	var te *wait.TimeoutError
-	if errors.As(err, &te) {
-		return fmt.Errorf("expected %s, but for %s %s", what, te.Timeout, last)
+		return fmt.Errorf("expected %s, but it was denied with another message: %s", what, err.Error())
 	}
-	return err
+	return fmt.Errorf("expected %s, but the create failed: %w", what, err)
 }
 
 // Admitted creates pod and asserts the apiserver accepts it.
@@ -71,9 +58,12 @@ func Admitted(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod) (*c
 	return created, nil
 }
 
-// Scheduled waits until the pod is bound to a node and returns it.
+// Scheduled waits until the pod is bound to a node and returns it. It
+// gives up early once the scheduler's verdict is final (see
+// finalUnschedulable): no deadline is waited out for a pod no node can take.
 func Scheduled(ctx context.Context, cs kubernetes.Interface, ns, name string) (*corev1.Pod, error) {
 	var pod *corev1.Pod
+	var final finality
 	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to be scheduled", ns, name), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -83,9 +73,63 @@ func Scheduled(ctx context.Context, cs kubernetes.Interface, ns, name string) (*
 		if p.Spec.NodeName != "" {
 			return true, "", nil
 		}
+		if msg, ok, err := final.check(ctx, cs, p); err != nil || ok {
+			return false, "", errOr(err, fmt.Errorf("expected pod %s/%s to be scheduled, but the scheduler found no node for it, and no node has changed since: %s", ns, name, msg))
+		}
 		return false, "Pending: " + schedulingMessage(ctx, cs, p), nil
 	})
 	return pod, err
+}
+
+func errOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
+}
+
+// SettleTime is how long an Unschedulable verdict given after the nodes'
+// last change must stand before it is taken as final: a scheduling attempt
+// that began just before a node changed is retried after a backoff of at
+// least a second.
+var SettleTime = 1500 * time.Millisecond
+
+// finality tracks whether a Pending pod's Unschedulable verdict is final:
+// the scheduler wrote it (the pod's last write) after every node's last
+// change, and it has stood for SettleTime. Nothing the scheduler looks at
+// has moved since it decided, so it will not decide otherwise. (Resource
+// versions compare as upstream defines them: k8s.io/apimachinery
+// resourceversion.CompareResourceVersion.)
+type finality struct {
+	since time.Time
+	rv    string
+}
+
+func (f *finality) check(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (string, bool, error) {
+	msg, unschedulable := "", false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			msg, unschedulable = c.Message, true
+		}
+	}
+	if !unschedulable {
+		f.since = time.Time{}
+		return "", false, nil
+	}
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", false, err
+	}
+	for _, n := range nodes.Items {
+		if c, err := resourceversion.CompareResourceVersion(n.ResourceVersion, p.ResourceVersion); err != nil || c >= 0 {
+			f.since = time.Time{} // a node changed after the verdict: the scheduler may retry
+			return "", false, nil
+		}
+	}
+	if f.since.IsZero() || f.rv != p.ResourceVersion {
+		f.since, f.rv = time.Now(), p.ResourceVersion
+	}
+	return msg, time.Since(f.since) >= SettleTime, nil
 }
 
 // PendingWith asserts the pod is not scheduled and the scheduler's
@@ -178,9 +222,12 @@ func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, n
 // pod), and reports the ones that never were with the scheduler's reason.
 func AllScheduled(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Pod) error {
 	pending := map[string]*corev1.Pod{}
+	final := map[string]*finality{}
 	for _, p := range pods {
 		pending[p.Namespace+"/"+p.Name] = p
+		final[p.Namespace+"/"+p.Name] = &finality{}
 	}
+	var never []string
 	err := wait.For(ctx, fmt.Sprintf("%d pods to be scheduled", len(pods)), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
 		for key, p := range pending {
 			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
@@ -189,10 +236,23 @@ func AllScheduled(ctx context.Context, cs kubernetes.Interface, pods []*corev1.P
 			}
 			if got.Spec.NodeName != "" {
 				delete(pending, key)
+				continue
 			}
+			if msg, ok, err := final[key].check(ctx, cs, got); err != nil {
+				return false, "", err
+			} else if ok {
+				never = append(never, key+": "+msg)
+			}
+		}
+		if len(never) > 0 {
+			sort.Strings(never)
+			return false, "", fmt.Errorf("the scheduler found no node for %d pods, and no node has changed since: %s", len(never), strings.Join(never, "; "))
 		}
 		return len(pending) == 0, fmt.Sprintf("%d still Pending", len(pending)), nil
 	})
+	if len(never) > 0 {
+		return err
+	}
 	if err == nil {
 		return nil
 	}
@@ -215,6 +275,7 @@ func AllScheduled(ctx context.Context, cs kubernetes.Interface, pods []*corev1.P
 // describes what it saw, for the timeout message.
 func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) (bool, string)) (*corev1.Pod, error) {
 	var pod *corev1.Pod
+	var final finality
 	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to %s", ns, name, what), timeout, func(ctx context.Context) (bool, string, error) {
 		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -222,9 +283,40 @@ func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what str
 		}
 		pod = p
 		ok, seen := cond(p)
+		if !ok {
+			if why, never := stuck(p); never {
+				return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
+			}
+		}
+		if !ok && p.Spec.NodeName == "" {
+			// A pod that is never scheduled reaches nothing.
+			if msg, never, err := final.check(ctx, cs, p); err != nil || never {
+				return false, "", errOr(err, fmt.Errorf("expected pod %s/%s to %s, but the scheduler found no node for it, and no node has changed since: %s", ns, name, what, msg))
+			}
+		}
 		return ok, seen, nil
 	})
 	return pod, err
+}
+
+// stuck reports a pod that will not get anywhere else: it ended (a pod
+// never leaves Failed or Succeeded), or a container is crash-looping. The
+// clusters gpupool makes crash-loop a container only for a cause that does
+// not go away (the simulated kubelet's verdicts: no GPU visible, out of GPU
+// memory), so waiting longer shows nothing new.
+func stuck(p *corev1.Pod) (string, bool) {
+	switch p.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		return "it ended", true
+	}
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			if w := c.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+				return "container " + c.Name + " is crash-looping", true
+			}
+		}
+	}
+	return "", false
 }
 
 // Describe summarises a pod's state for messages: phase, reason, and each

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/fleet"
@@ -87,8 +88,13 @@ func NewRunName() string {
 // EmbeddedProvider returns the default provider, using the binaries
 // hack/build-control-plane.sh built.
 func EmbeddedProvider(name string) (*cluster.Embedded, error) {
-	return embeddedProvider(name, cluster.Tuning{})
+	return embeddedProvider(name, ContractTuning)
 }
+
+// ContractTuning is the contract suites' control plane: kwokctl's defaults
+// but for the controller-manager's client, which exploration's workloads
+// would otherwise queue behind.
+var ContractTuning = cluster.Tuning{ControllerManagerQPS: 200}
 
 // TunedProvider is the embedded provider with the control plane tuned
 // (cluster.ScaleTuning for fleets of thousands of nodes).
@@ -200,6 +206,13 @@ func (r *Run) Provision(ctx context.Context) error {
 	}
 	r.applied = applied
 	r.Log("candidate %s: %d objects applied in %s", r.Candidate.Name, len(r.Candidate.Objects), time.Since(start).Round(time.Millisecond))
+	// From here on an admission verdict is one request: the candidate's
+	// policies are live. kube-system: candidates leave it alone.
+	took, err := barrier.Await(ctx, r.Client, metav1.NamespaceSystem)
+	if err != nil {
+		return err
+	}
+	r.Log("candidate's admission policies enforced after %s", took.Round(time.Millisecond))
 	if img := r.Cluster.Images["device-plugin"]; len(r.Cluster.RealNodes) > 0 && img != "" {
 		start = time.Now()
 		if err := r.installDevicePlugin(ctx, img); err != nil {

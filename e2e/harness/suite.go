@@ -25,15 +25,26 @@ import (
 )
 
 // RunSuite is a suite package's TestMain body: it builds the environment,
-// stores it in *testenv for the tests, and exits with the result.
-func RunSuite(m *testing.M, testenv *env.Environment) {
-	e, err := NewTestEnv()
+// stores it in *testenv for the tests, and exits with the result. A suite
+// that needs objects of its own for all its checks passes them as env
+// funcs: Setup runs once the cluster is provisioned, Finish before it is
+// removed.
+func RunSuite(m *testing.M, testenv *env.Environment, funcs ...SuiteFuncs) {
+	e, err := NewTestEnv(funcs...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpupool:", err)
 		os.Exit(2)
 	}
 	*testenv = e
 	os.Exit(e.Run(m))
+}
+
+// SuiteFuncs are env funcs a suite adds around its checks.
+type SuiteFuncs struct {
+	Setup, Finish env.Func
+	// Parallel lets the suite's TestInParallel run its features side by
+	// side (e2e-framework's --parallel, for this suite alone).
+	Parallel bool
 }
 
 type namespaceKey struct{}
@@ -53,7 +64,7 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 			if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating the check's namespace: %v", err)
 			}
-			if err := r.ensureServiceAccounts(ctx); err != nil {
+			if err := r.EnsureServiceAccounts(ctx); err != nil {
 				t.Fatalf("creating the check pods' service account: %v", err)
 			}
 			return context.WithValue(ctx, namespaceKey{}, name)
@@ -292,9 +303,9 @@ func (r *Run) TenantNamespaces(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ensureServiceAccounts creates the check pods' own service account in
+// EnsureServiceAccounts creates the check pods' own service account in
 // every namespace that lacks it (tenant namespaces come from the candidate).
-func (r *Run) ensureServiceAccounts(ctx context.Context) error {
+func (r *Run) EnsureServiceAccounts(ctx context.Context) error {
 	nss, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err

@@ -43,7 +43,7 @@ func From(ctx context.Context) *Run {
 // cluster, which already has the fleet and candidate. Without it the suite
 // brings up its own embedded cluster, provisions it, and destroys it when
 // the tests end, on SIGINT/SIGTERM too.
-func NewTestEnv() (env.Environment, error) {
+func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		return nil, err
@@ -58,6 +58,11 @@ func NewTestEnv() (env.Environment, error) {
 		}
 		skip[checks.LabelProvider] = append(skip[checks.LabelProvider], otherProviders("embedded")...)
 		cfg.WithSkipLabels(skip)
+	}
+	for _, f := range funcs {
+		if f.Parallel {
+			cfg.WithParallelTestEnabled()
+		}
 	}
 	testEnv := env.NewWithConfig(cfg)
 	var (
@@ -118,6 +123,16 @@ func NewTestEnv() (env.Environment, error) {
 		c.WithKubeconfigFile(r.Cluster.Kubeconfig)
 		return context.WithValue(ctx, runKey{}, r), nil
 	})
+	for _, f := range funcs {
+		if f.Setup != nil {
+			testEnv.Setup(f.Setup)
+		}
+	}
+	for _, f := range funcs {
+		if f.Finish != nil {
+			testEnv.Finish(f.Finish)
+		}
+	}
 	testEnv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		teardown()
 		return ctx, nil

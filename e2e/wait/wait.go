@@ -33,9 +33,15 @@ func (e *TimeoutError) Error() string {
 
 // For polls cond until it is done, it fails, ctx ends, or timeout passes.
 func For(ctx context.Context, what string, timeout time.Duration, cond Condition) error {
+	return Every(ctx, what, timeout, Interval, cond)
+}
+
+// Every is For with its own poll interval, for outcomes the cluster shows
+// within milliseconds and a caller judges many of in a row.
+func Every(ctx context.Context, what string, timeout, interval time.Duration, cond Condition) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(Interval)
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	var seen string
 	for {

@@ -99,7 +99,13 @@ func setPluginDown(ctx context.Context, r *harness.Run, p fleet.Pool, down bool)
 			return false, "", err
 		}
 		for _, n := range nodes {
-			if got := harness.Allocatable(&n, res); got != want {
+			got := harness.Allocatable(&n, res)
+			if !down && got != 0 && got != want {
+				// The simulated plugin publishes a node's devices in one
+				// write: what a recovered node shows is what it advertises.
+				return false, "", fmt.Errorf("node %s came back with %d allocatable %s, the pool is designed for %d", n.Name, got, res, want)
+			}
+			if got != want {
 				return false, fmt.Sprintf("%s has %d", n.Name, got), nil
 			}
 		}

@@ -41,11 +41,13 @@ func TestResourceNames(t *testing.T) {
 					continue
 				}
 				renamed++
-				var domain *fleet.TrustDomain
-				if len(p.TrustDomains) > 0 {
-					domain = &p.TrustDomains[0]
+				// The pool's own tenant asks: a stranger is refused before
+				// the scheduler is ever asked.
+				ns, domain, err := r.NamespaceFor(ctx, p)
+				if err != nil {
+					t.Fatal(err)
 				}
-				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-whole-gpu").
+				pod := workload.New(c.ID, ns, p.Name+"-whole-gpu").
 					ForPool(p, domain).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)

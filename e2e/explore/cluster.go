@@ -1,0 +1,319 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpupool/gpupool/e2e/wait"
+)
+
+// Cluster is where shapes are judged: the API and what the oracles need
+// to know of it, read once per exploration (nodes and namespaces do not
+// change while it runs).
+type Cluster struct {
+	Client kubernetes.Interface
+	Nodes  []Node
+	// DomainOf maps a namespace to the trust domain it belongs to.
+	DomainOf map[string]string
+	// Timeout bounds each wait for the cluster to show an outcome.
+	Timeout time.Duration
+}
+
+// Outcome is what the cluster did with a shape.
+type Outcome struct {
+	// Denied is admission's answer when the shape was refused.
+	Denied string
+	// Pods are the pods admission let through, as admitted (and, for
+	// placement rules, once the scheduler decided).
+	Pods []*corev1.Pod
+}
+
+// pollInterval is how often a shape's outcome is looked at: the embedded
+// cluster shows one within tens of milliseconds.
+const pollInterval = 40 * time.Millisecond
+
+// schedulingGate holds back the pods of admission-only rules: created for
+// real (a controller's pods must be), judged, and never placed, so they
+// take no capacity from the placement rules running beside them.
+const schedulingGate = "gpupool.dev/explore-admission-only"
+
+// Submit submits the shape as a tenant would and waits until the
+// cluster has shown what it does with it: admission's verdict and, with
+// place, the scheduler's. A pod created directly and not placed is
+// submitted with dryRun (nothing is created). cleanup removes what was
+// created and waits until it is gone.
+func (c *Cluster) Submit(ctx context.Context, s Shape, place bool) (out Outcome, cleanup func(), err error) {
+	cleanup = func() {}
+	if s.Via == ViaPod && !place {
+		got, err := c.Client.CoreV1().Pods(s.Pod.Namespace).Create(ctx, s.Pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if denied, ok := refusal(err); ok {
+			return Outcome{Denied: denied}, cleanup, nil
+		} else if err != nil {
+			return out, cleanup, fmt.Errorf("submitting %s: %w", s, err)
+		}
+		return Outcome{Pods: []*corev1.Pod{got}}, cleanup, nil
+	}
+	sub := s
+	sub.Pod = s.Pod.DeepCopy()
+	if !place {
+		sub.Pod.Spec.SchedulingGates = append(sub.Pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: schedulingGate})
+	}
+	if err := c.create(ctx, sub); err != nil {
+		if denied, ok := refusal(err); ok {
+			return Outcome{Denied: denied}, cleanup, nil
+		}
+		return out, cleanup, fmt.Errorf("submitting %s: %w", s, err)
+	}
+	cleanup = func() { c.remove(context.WithoutCancel(ctx), sub, place) }
+	pods, denied, err := c.awaitPods(ctx, sub)
+	if err != nil || denied != "" {
+		return Outcome{Denied: denied}, cleanup, err
+	}
+	if place {
+		if pods, err = c.awaitScheduling(ctx, pods); err != nil {
+			return out, cleanup, err
+		}
+	}
+	return Outcome{Pods: pods}, cleanup, nil
+}
+
+// refusal tells admission's refusal (a policy, Pod Security, validation)
+// from a failure to ask.
+func refusal(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
+	if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return err.Error(), true
+	}
+	return "", false
+}
+
+func (c *Cluster) create(ctx context.Context, s Shape) error {
+	obj := s.Object()
+	ns := s.Pod.Namespace
+	var err error
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		_, err = c.Client.CoreV1().Pods(ns).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		err = createWorkload(ctx, c.Client, ns, obj)
+	}
+	return err
+}
+
+// awaitPods waits for the shape's pods: the pod itself, or the first pod
+// its controller creates, or the controller's FailedCreate event saying
+// admission refused it.
+func (c *Cluster) awaitPods(ctx context.Context, s Shape) ([]*corev1.Pod, string, error) {
+	ns, name := s.Pod.Namespace, s.Pod.Name
+	sel := labels.Set{LabelShape: name}.String()
+	var pods []*corev1.Pod
+	var denied string
+	err := wait.Every(ctx, fmt.Sprintf("%s %s/%s to have its pod admitted or refused", s.Via, ns, name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
+		list, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, "", err
+		}
+		if len(list.Items) > 0 {
+			for i := range list.Items {
+				pods = append(pods, &list.Items[i])
+			}
+			return true, "", nil
+		}
+		if s.Via == ViaPod {
+			return false, "no pod yet", nil
+		}
+		msg, err := c.failedCreate(ctx, s)
+		if err != nil || msg != "" {
+			denied = msg
+			return msg != "", "", err
+		}
+		return false, "no pod and no FailedCreate event yet", nil
+	})
+	return pods, denied, err
+}
+
+// failedCreate returns the message of the FailedCreate event the shape's
+// controller recorded when admission refused its pod ("" none yet). The
+// event is on the object that creates pods: the Job or StatefulSet itself,
+// a Deployment's ReplicaSet.
+func (c *Cluster) failedCreate(ctx context.Context, s Shape) (string, error) {
+	ns, owners := s.Pod.Namespace, []string{s.Pod.Name}
+	if s.Via == ViaDeployment {
+		rss, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.Set{LabelShape: s.Pod.Name}.String()})
+		if err != nil {
+			return "", err
+		}
+		owners = owners[:0]
+		for _, rs := range rss.Items {
+			owners = append(owners, rs.Name)
+		}
+	}
+	for _, owner := range owners {
+		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"involvedObject.name": owner, "reason": "FailedCreate"}.String()})
+		if err != nil {
+			return "", err
+		}
+		if len(evs.Items) > 0 {
+			return evs.Items[0].Message, nil
+		}
+	}
+	return "", nil
+}
+
+// awaitScheduling waits for the scheduler's decision on each pod: bound,
+// or marked unschedulable (its PodScheduled condition), and returns the
+// pods as they are then.
+func (c *Cluster) awaitScheduling(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	out := make([]*corev1.Pod, len(pods))
+	for i, p := range pods {
+		err := wait.Every(ctx, fmt.Sprintf("the scheduler to bind pod %s/%s or mark it unschedulable", p.Namespace, p.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
+			got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			out[i] = got
+			if got.Spec.NodeName != "" {
+				return true, "", nil
+			}
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+					return true, "", nil
+				}
+			}
+			return false, "Pending, no PodScheduled condition yet", nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// remove deletes the shape's objects and pods. A placed shape's pods are
+// waited for until gone, so the next shape finds the capacity free; gated
+// pods hold nothing, and Sweep waits for them at the end.
+func (c *Cluster) remove(ctx context.Context, s Shape, wait_ bool) {
+	ns, name := s.Pod.Namespace, s.Pod.Name
+	zero := int64(0)
+	bg := metav1.DeletePropagationBackground
+	if s.Via != ViaPod {
+		_ = deleteWorkload(ctx, c.Client, ns, name, s.Via, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg})
+	}
+	sel := labels.Set{LabelShape: name}.String()
+	if !wait_ {
+		_ = c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel})
+		return
+	}
+	_ = wait.Every(ctx, fmt.Sprintf("the pods of %s %s/%s to be deleted", s.Via, ns, name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
+		if err := c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+			return false, "", err
+		}
+		list, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, "", err
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d left", len(list.Items)), nil
+	})
+}
+
+// Sweep removes every workload and pod of the rule's shapes in the
+// namespaces given and waits until the pods are gone (a controller whose
+// pod was deleted before the controller itself may have made another).
+func (c *Cluster) Sweep(ctx context.Context, r Rule, namespaces []string) error {
+	sel := labels.Set{LabelRule: r.short()}.String()
+	zero := int64(0)
+	bg := metav1.DeletePropagationBackground
+	del := metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg}
+	list := metav1.ListOptions{LabelSelector: sel}
+	return wait.For(ctx, "the shapes of "+r.Check+" to be deleted", c.timeout(), func(ctx context.Context) (bool, string, error) {
+		left := 0
+		for _, ns := range namespaces {
+			for _, err := range []error{
+				c.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, del, list),
+				c.Client.AppsV1().StatefulSets(ns).DeleteCollection(ctx, del, list),
+				c.Client.BatchV1().Jobs(ns).DeleteCollection(ctx, del, list),
+				c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, del, list),
+			} {
+				if err != nil && !apierrors.IsNotFound(err) {
+					return false, "", err
+				}
+			}
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, list)
+			if err != nil {
+				return false, "", err
+			}
+			left += len(pods.Items)
+		}
+		return left == 0, fmt.Sprintf("%d pods left", left), nil
+	})
+}
+
+func (c *Cluster) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return 20 * time.Second
+}
+
+// Node returns the oracle's view of a node by name.
+func (c *Cluster) Node(name string) (Node, bool) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// PodsOn lists the pods bound to a node.
+func (c *Cluster) PodsOn(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	list, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+func createWorkload(ctx context.Context, cs kubernetes.Interface, ns string, obj runtime.Object) error {
+	var err error
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		_, err = cs.AppsV1().Deployments(ns).Create(ctx, o, metav1.CreateOptions{})
+	case *appsv1.StatefulSet:
+		_, err = cs.AppsV1().StatefulSets(ns).Create(ctx, o, metav1.CreateOptions{})
+	case *batchv1.Job:
+		_, err = cs.BatchV1().Jobs(ns).Create(ctx, o, metav1.CreateOptions{})
+	default:
+		err = fmt.Errorf("explore: cannot create a %T", obj)
+	}
+	return err
+}
+
+func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via string, opt metav1.DeleteOptions) error {
+	switch via {
+	case ViaDeployment:
+		return cs.AppsV1().Deployments(ns).Delete(ctx, name, opt)
+	case ViaStatefulSet:
+		return cs.AppsV1().StatefulSets(ns).Delete(ctx, name, opt)
+	case ViaJob:
+		return cs.BatchV1().Jobs(ns).Delete(ctx, name, opt)
+	}
+	return nil
+}

@@ -1,0 +1,272 @@
+package explore
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"pgregory.net/rapid"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+)
+
+func TestParseBudget(t *testing.T) {
+	for _, tc := range []struct {
+		in     string
+		shapes int
+		time   time.Duration
+		err    string
+	}{
+		{"", DefaultBudget.Shapes, DefaultBudget.Time, ""},
+		{"0", 0, DefaultBudget.Time, ""},
+		{"30", 30, DefaultBudget.Time, ""},
+		{"600", 600, 10 * DefaultBudget.Time, ""}, // time grows with the shapes
+		{"600/3m", 600, 3 * time.Minute, ""},
+		{"-1", 0, 0, "whole number"},
+		{"many", 0, 0, "whole number"},
+		{"60/soon", 0, 0, "positive duration"},
+	} {
+		b, err := ParseBudget(tc.in)
+		if tc.err != "" {
+			require.Error(t, err, tc.in)
+			assert.Contains(t, err.Error(), tc.err)
+			continue
+		}
+		require.NoError(t, err, tc.in)
+		assert.Equal(t, tc.shapes, b.Shapes, tc.in)
+		assert.Equal(t, tc.time, b.Time, tc.in)
+	}
+}
+
+func gpuContainer(name, res string, n int64) corev1.Container {
+	return corev1.Container{Name: name, Image: "img", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{corev1.ResourceName(res): *resource.NewQuantity(n, resource.DecimalSI)}}}
+}
+
+func TestGPURequestsCountEveryContainerList(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := gpuContainer("side", "nvidia.com/gpu.shared", 1)
+	sidecar.RestartPolicy = &always
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want map[string]int64
+	}{
+		{"container", corev1.PodSpec{Containers: []corev1.Container{gpuContainer("c", "nvidia.com/gpu", 2)}}, map[string]int64{"nvidia.com/gpu": 2}},
+		{"init container only: held while it runs", corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}, InitContainers: []corev1.Container{gpuContainer("i", "nvidia.com/gpu", 1)}}, map[string]int64{"nvidia.com/gpu": 1}},
+		{"sidecar adds to the containers", corev1.PodSpec{Containers: []corev1.Container{gpuContainer("c", "nvidia.com/gpu.shared", 1)}, InitContainers: []corev1.Container{sidecar}}, map[string]int64{"nvidia.com/gpu.shared": 2}},
+		{"other resources are not GPUs", corev1.PodSpec{Containers: []corev1.Container{gpuContainer("c", "example.com/fpga", 1)}}, map[string]int64{}},
+		{"zero holds nothing", corev1.PodSpec{Containers: []corev1.Container{gpuContainer("c", "nvidia.com/gpu", 0)}}, map[string]int64{}},
+	} {
+		p := &corev1.Pod{Spec: tc.spec}
+		assert.Equal(t, tc.want, GPURequests(p), tc.name)
+	}
+}
+
+func TestOraclesJudgeEveryContainerList(t *testing.T) {
+	nvidia, other := "nvidia", "gpupool-explore-runc"
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "tenant-a"}, Spec: corev1.PodSpec{
+		Containers:     []corev1.Container{{Name: "main", Image: "img@sha256:" + strings.Repeat("a", 64)}},
+		InitContainers: []corev1.Container{gpuContainer("gpu", "nvidia.com/gpu", 1)},
+	}}
+	pod.Spec.InitContainers[0].Image = "img:tag"
+
+	assert.Contains(t, RuntimeClassViolation(pod), "no runtimeClassName while it holds 1 nvidia.com/gpu (in init container gpu)")
+	pod.Spec.RuntimeClassName = &other
+	assert.Contains(t, RuntimeClassViolation(pod), "runtimeClassName gpupool-explore-runc")
+	pod.Spec.RuntimeClassName = &nvidia
+	assert.Empty(t, RuntimeClassViolation(pod))
+
+	assert.Contains(t, ImagesPinnedViolation(pod), `init container gpu's image "img:tag" not pinned by digest`)
+	pod.Spec.InitContainers[0].Image = "img@sha256:" + strings.Repeat("b", 64)
+	assert.Empty(t, ImagesPinnedViolation(pod))
+	pod.Spec.InitContainers[0].Image = "img@sha256:short"
+	assert.NotEmpty(t, ImagesPinnedViolation(pod), "a digest is 64 hex digits")
+
+	assert.Contains(t, OwnServiceAccountViolation(pod), "default service account")
+	pod.Spec.ServiceAccountName = "default"
+	assert.NotEmpty(t, OwnServiceAccountViolation(pod))
+	pod.Spec.ServiceAccountName = "trainer"
+	assert.Empty(t, OwnServiceAccountViolation(pod))
+
+	cpu := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img:tag"}}}}
+	assert.Empty(t, RuntimeClassViolation(cpu)+ImagesPinnedViolation(cpu)+OwnServiceAccountViolation(cpu), "CPU pods are none of these rules' business")
+}
+
+func node(name, pool string, labels map[string]string) Node {
+	return Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, Pool: pool, GPU: pool != "cpu"}
+}
+
+func TestSKUPoolViolationReadsSelectionAsTheSchedulerDoes(t *testing.T) {
+	nodes := []Node{
+		node("h-0", "h100", map[string]string{"sku": "h100"}),
+		node("l-0", "l4", map[string]string{"sku": "l4"}),
+		node("c-0", "cpu", map[string]string{}),
+	}
+	pod := func(mut func(*corev1.PodSpec)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{gpuContainer("c", "nvidia.com/gpu", 1)}}}
+		mut(&p.Spec)
+		return p
+	}
+	assert.Empty(t, SKUPoolViolation(pod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"sku": "h100"} }), nodes))
+	assert.Contains(t, SKUPoolViolation(pod(func(*corev1.PodSpec) {}), nodes), "2 pools: h100 (1 nodes), l4 (1 nodes)")
+	exists := pod(func(s *corev1.PodSpec) {
+		s.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "sku", Operator: corev1.NodeSelectorOpExists}}}}}}}
+	})
+	assert.NotEmpty(t, SKUPoolViolation(exists, nodes), "sku Exists admits every pool")
+	assert.Empty(t, SKUPoolViolation(pod(func(s *corev1.PodSpec) { s.NodeName = "l-0" }), nodes), "nodeName narrows to one node")
+	assert.Empty(t, SKUPoolViolation(pod(func(s *corev1.PodSpec) { s.NodeSelector = map[string]string{"sku": "none"} }), nodes), "a selector matching nothing selects no pool: Pending is another check's business")
+}
+
+func TestTrustViolation(t *testing.T) {
+	domainOf := map[string]string{"tenant-a": "tenant-a", "tenant-b": "tenant-b"}
+	n := node("l4-0", "l4", map[string]string{"trust": "tenant-a"})
+	n.TimeSliced, n.Domain = true, "tenant-a"
+	mk := func(ns, name string, phase corev1.PodPhase) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)},
+			Spec:   corev1.PodSpec{InitContainers: []corev1.Container{gpuContainer("gpu", "nvidia.com/gpu.shared", 1)}, Containers: []corev1.Container{{Name: "main"}}},
+			Status: corev1.PodStatus{Phase: phase}}
+	}
+	resident := mk("tenant-a", "resident", corev1.PodRunning)
+	stray := mk("tenant-b", "stray", corev1.PodPending)
+	v := TrustViolation(stray, n, []*corev1.Pod{resident, stray}, domainOf)
+	assert.Contains(t, v, "pod tenant-b/stray of trust domain tenant-b, holding 1 nvidia.com/gpu.shared (in init container gpu), was admitted and placed on time-sliced node l4-0 (reserved for trust domain tenant-a) beside trust domain tenant-a's tenant-a/resident")
+	assert.Contains(t, TrustViolation(stray, n, []*corev1.Pod{stray}, domainOf), "placed on time-sliced node l4-0 (reserved for trust domain tenant-a)", "alone on another domain's node is a violation too")
+	assert.Empty(t, TrustViolation(mk("tenant-a", "own", corev1.PodPending), n, []*corev1.Pod{resident}, domainOf))
+	resident.Status.Phase = corev1.PodFailed
+	unreserved := n
+	unreserved.Domain = ""
+	assert.Empty(t, TrustViolation(stray, unreserved, []*corev1.Pod{resident, stray}, domainOf), "a failed pod holds no GPU")
+	exclusive := n
+	exclusive.TimeSliced = false
+	assert.Empty(t, TrustViolation(stray, exclusive, []*corev1.Pod{stray}, domainOf), "the rule is about time-sliced nodes")
+	assert.Equal(t, "namespace scratch (no trust domain)", Identity("scratch", domainOf))
+}
+
+func testSpace() *Space {
+	l4 := fleet.Pool{Name: "gpu-l4-shared", SKU: "l4", Nodes: 2, GPUsPerNode: 1, Labels: map[string]string{"sku": "l4"},
+		Taints: []corev1.Taint{{Key: "sku", Value: "l4", Effect: corev1.TaintEffectNoSchedule}},
+		TrustDomains: []fleet.TrustDomain{
+			{Name: "tenant-a", Nodes: 1, Labels: map[string]string{"trust": "tenant-a"}, Taints: []corev1.Taint{{Key: "trust", Value: "tenant-a", Effect: corev1.TaintEffectNoSchedule}}},
+			{Name: "tenant-b", Nodes: 1, Labels: map[string]string{"trust": "tenant-b"}, Taints: []corev1.Taint{{Key: "trust", Value: "tenant-b", Effect: corev1.TaintEffectNoSchedule}}},
+		}}
+	h100 := fleet.Pool{Name: "gpu-h100", SKU: "h100-80gb", Nodes: 1, GPUsPerNode: 8, Labels: map[string]string{"sku": "h100"},
+		Taints: []corev1.Taint{{Key: "sku", Value: "h100", Effect: corev1.TaintEffectNoSchedule}}}
+	return &Space{
+		Pools: []PoolSpace{
+			{Pool: h100, Resource: "nvidia.com/gpu", Nodes: []string{"h-0"}},
+			{Pool: l4, Resource: "nvidia.com/gpu.shared", Nodes: []string{"l-0", "l-1"}, Domains: []DomainSpace{
+				{Domain: l4.TrustDomains[0], Namespace: "tenant-a", Nodes: []string{"l-0"}},
+				{Domain: l4.TrustDomains[1], Namespace: "tenant-b", Nodes: []string{"l-1"}},
+			}},
+		},
+		Advertised: []string{"nvidia.com/gpu", "nvidia.com/gpu.shared"},
+		Unlabelled: "scratch", OtherRuntimeClass: "runc-class", MissingRuntimeClass: "missing",
+		Image: "img@sha256:" + strings.Repeat("a", 64), TagImage: "img:1", ServiceAccount: "own",
+		Labels: map[string]string{"gpupool.dev/check": "test"},
+	}
+}
+
+// Every shape the generator draws is a pod a person could submit: one
+// container list asks for the device, names are unique, and what the
+// shape says of itself matches what it is.
+func TestShapesAreCoherent(t *testing.T) {
+	space := testSpace()
+	n := 0
+	focus := Focus{Explore: []string{DimSlot, DimAim, DimHome, DimToleration, DimVia, DimSelector, DimNodeName}, NodeName: true}
+	gen := space.Shapes(focus, "test", func() string { n++; return "shape-" + string(rune('a'+n%26)) })
+	rapid.Check(t, func(t *rapid.T) {
+		s := gen.Draw(t, "shape")
+		p := s.Pod
+		names := map[string]bool{}
+		asking := 0
+		for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+			for _, c := range list {
+				if names[c.Name] {
+					t.Fatalf("container name %s twice", c.Name)
+				}
+				names[c.Name] = true
+				if asksGPU(c) {
+					asking++
+				}
+			}
+		}
+		if asking != 1 {
+			t.Fatalf("%d containers ask for a device, want 1: %s", asking, s)
+		}
+		if (len(p.Spec.InitContainers) > 0) != strings.Contains(strings.Join(s.Choices, ";"), "GPU limit in") {
+			t.Fatalf("the shape's words do not say where its GPU is: %s", s)
+		}
+		if len(s.Choices) == 0 && (p.Spec.RuntimeClassName == nil || *p.Spec.RuntimeClassName != "nvidia" || p.Spec.ServiceAccountName != "own" || p.Spec.NodeSelector["sku"] == "") {
+			t.Fatalf("a shape with no departures is not well-formed: %s", s)
+		}
+		if s.Pod.Labels[LabelRule] != "test" || s.Pod.Labels["gpupool.dev/check"] != "test" {
+			t.Fatalf("labels %v lack the rule or the space's labels", s.Pod.Labels)
+		}
+	})
+}
+
+// A reproduction read back as a corpus case is the same shape: what a
+// run writes, the corpus replays.
+func TestReproductionRoundTripsThroughTheCorpus(t *testing.T) {
+	space := testSpace()
+	dir := t.TempDir()
+	n := 0
+	gen := space.Shapes(Focus{Explore: []string{DimSlot, DimVia}}, "test", func() string { n++; return "rt" })
+	rapid.Check(t, func(rt *rapid.T) {
+		s := gen.Draw(rt, "shape")
+		ce := &Counterexample{Shape: s, Violation: Violation{Message: "a test violation"}, Tries: 1}
+		path, data, err := ce.Write(filepath.Join(dir, "explore.rt"), "explore.rt", 42, nil)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if !strings.Contains(string(data), "--explore-seed 42") || !strings.HasPrefix(string(data), "# gpupool exploration") {
+			rt.Fatalf("header missing: %s", data)
+		}
+		cases, err := LoadCorpus(dir, "explore.rt")
+		if err != nil || len(cases) != 1 {
+			rt.Fatalf("reading %s back: %d cases, %v", path, len(cases), err)
+		}
+		got := cases[0].Shape
+		if got.Via != s.Via {
+			rt.Fatalf("via %s read back as %s", s.Via, got.Via)
+		}
+		want := s.Object()
+		back := got
+		back.Pod.Name = s.Pod.Name
+		back.Pod.Labels = s.Pod.Labels
+		wantPod, gotPod := specOf(want), specOf(back.Object())
+		if !apiequality.Semantic.DeepEqual(wantPod, gotPod) {
+			rt.Fatalf("spec differs after the round trip:\nwant %+v\ngot  %+v", wantPod, gotPod)
+		}
+		_ = os.Remove(path)
+	})
+}
+
+func specOf(o runtime.Object) corev1.PodSpec {
+	switch v := o.(type) {
+	case *corev1.Pod:
+		return v.Spec
+	case *appsv1.Deployment:
+		return v.Spec.Template.Spec
+	case *appsv1.StatefulSet:
+		return v.Spec.Template.Spec
+	case *batchv1.Job:
+		return v.Spec.Template.Spec
+	}
+	panic(fmt.Sprintf("no pod spec in %T", o))
+}

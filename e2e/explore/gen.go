@@ -1,0 +1,594 @@
+package explore
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"pgregory.net/rapid"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+)
+
+// Space is what a tenant can name when writing a pod on this cluster:
+// the pools with the resource each advertises, the trust domains and
+// their namespaces, the RuntimeClasses. The suites build it from the
+// fleet and the live cluster.
+type Space struct {
+	Pools []PoolSpace
+	// Advertised lists every nvidia.com/ resource some node advertises.
+	Advertised []string
+	// Unlabelled is a namespace with no labels at all.
+	Unlabelled string
+	// OtherRuntimeClass exists and is not nvidia; MissingRuntimeClass
+	// does not exist.
+	OtherRuntimeClass, MissingRuntimeClass string
+	// Image is pinned by digest; TagImage names the same image by tag.
+	Image, TagImage string
+	// ServiceAccount is a service account of the pod's own in every
+	// namespace (not the namespace's default).
+	ServiceAccount string
+	// Labels go on every pod (the check label, for cleanup).
+	Labels map[string]string
+}
+
+// PoolSpace is one GPU pool as tenants see it.
+type PoolSpace struct {
+	Pool fleet.Pool
+	// Resource is what its tenants are told to ask for.
+	Resource string
+	Domains  []DomainSpace
+	Nodes    []string
+}
+
+// DomainSpace is a trust domain of a pool and the namespace of its tenant.
+type DomainSpace struct {
+	Domain    fleet.TrustDomain
+	Namespace string
+	Nodes     []string
+}
+
+// Dimensions of a pod a tenant controls. A rule explores some uniformly;
+// the others keep their well-formed value most of the time, so a
+// violation needs only the few departures that matter, and shrinking
+// takes every other dimension back to well-formed.
+const (
+	DimPool       = "pool"
+	DimHome       = "namespace"
+	DimAim        = "trust-aim"
+	DimSlot       = "container-list"
+	DimExtra      = "extra-containers"
+	DimResource   = "resource"
+	DimCount      = "count"
+	DimForm       = "request-form"
+	DimSelector   = "node-selection"
+	DimToleration = "tolerations"
+	DimRuntime    = "runtimeclass"
+	DimAccount    = "service-account"
+	DimImage      = "image"
+	DimSecurity   = "security-context"
+	DimNodeName   = "node-name"
+	DimVia        = "via"
+)
+
+// Focus is the part of the space a rule explores.
+type Focus struct {
+	// Pools narrows the pools drawn from (nil: every GPU pool).
+	Pools func(PoolSpace) bool
+	// Explore lists the dimensions drawn uniformly.
+	Explore []string
+	// NodeName lets shapes name their node (admission rules: the
+	// scheduler never sees such pods, and simulated nodes have no kubelet
+	// to refuse a pod its selector excludes).
+	NodeName bool
+	// Vias narrows the ways in (nil: all).
+	Vias []string
+}
+
+// keepWellFormed is the chance (in %) that a dimension a rule does not
+// explore keeps its well-formed value.
+const keepWellFormed = 90
+
+const (
+	slotMain    = "containers"
+	slotInit    = "initContainers"
+	slotSidecar = "sidecar"
+)
+
+type drawer struct {
+	t       *rapid.T
+	explore map[string]bool
+	choices []string
+}
+
+// pick draws an option index in [0, n): index 0 is the well-formed
+// choice, and what shrinking falls back to.
+func (d *drawer) pick(dim string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	keep := keepWellFormed
+	if d.explore[dim] {
+		keep = 100 / n
+	}
+	r := rapid.IntRange(0, 99).Draw(d.t, dim)
+	if r < keep {
+		return 0
+	}
+	return 1 + (r-keep)*(n-1)/(100-keep)
+}
+
+func (d *drawer) note(format string, args ...any) {
+	d.choices = append(d.choices, fmt.Sprintf(format, args...))
+}
+
+// Shapes returns the generator of one rule's pod shapes. name gives each
+// drawn pod a fresh name (not a draw: replaying a seed draws the same
+// shapes whatever they are called).
+func (s *Space) Shapes(f Focus, rule string, name func() string) *rapid.Generator[Shape] {
+	explore := map[string]bool{}
+	for _, d := range f.Explore {
+		explore[d] = true
+	}
+	var pools []PoolSpace
+	for _, p := range s.Pools {
+		if f.Pools == nil || f.Pools(p) {
+			pools = append(pools, p)
+		}
+	}
+	vias := f.Vias
+	if vias == nil {
+		vias = Vias
+	}
+	return rapid.Custom(func(t *rapid.T) Shape {
+		if len(pools) == 0 {
+			t.Skip("no pool to draw from")
+		}
+		d := &drawer{t: t, explore: explore}
+		return s.draw(d, f, pools, vias, name(), rule)
+	})
+}
+
+func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name, rule string) Shape {
+	// The way in first: shrinking works from the first draw on, and a
+	// controller's shape costs about 100 ms to judge where a dry-run pod
+	// costs a few.
+	via := vias[d.pick(DimVia, len(vias))]
+	p := pools[d.pick(DimPool, len(pools))]
+	// Home: the namespace of the pool's tenant (its trust domain's).
+	var own *DomainSpace
+	home := s.Unlabelled
+	if len(p.Domains) > 0 {
+		own = &p.Domains[rapid.IntRange(0, len(p.Domains)-1).Draw(d.t, "domain")]
+		home = own.Namespace
+	}
+	others := s.otherTenants(home)
+	switch d.pick(DimHome, 3) {
+	case 1:
+		if len(others) > 0 {
+			home = others[rapid.IntRange(0, len(others)-1).Draw(d.t, "other-namespace")]
+			d.note("in namespace %s, not its pool's tenant's", home)
+		}
+	case 2:
+		if home != s.Unlabelled {
+			home = s.Unlabelled
+			d.note("in namespace %s, which has no labels", home)
+		}
+	}
+
+	// Which trust domain's nodes it selects and tolerates.
+	selDomain, tolDomain := own, own
+	if own != nil {
+		other := otherDomain(p, own)
+		switch d.pick(DimAim, 4) {
+		case 1:
+			if other != nil {
+				selDomain, tolDomain = other, other
+				d.note("selects and tolerates trust domain %s's nodes", other.Domain.Name)
+			}
+		case 2:
+			selDomain = nil
+			d.note("selects no trust domain")
+		case 3:
+			if other != nil {
+				selDomain = other
+				d.note("selects trust domain %s's nodes, tolerates %s's", other.Domain.Name, own.Domain.Name)
+			}
+		}
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: home, Labels: map[string]string{LabelShape: name, LabelRule: rule}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr(int64(0)),
+			Containers:                    []corev1.Container{{Name: "main", Image: s.Image}},
+		},
+	}
+	for k, v := range s.Labels {
+		pod.Labels[k] = v
+	}
+
+	// Where the devices are asked for.
+	slot := slotMain
+	switch d.pick(DimSlot, 3) {
+	case 1:
+		slot = slotInit
+		pod.Spec.InitContainers = []corev1.Container{{Name: "gpu", Image: s.Image}}
+		d.note("GPU limit in %s", describeList(slotInit))
+	case 2:
+		slot = slotSidecar
+		pod.Spec.InitContainers = []corev1.Container{{Name: "gpu", Image: s.Image, RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}}
+		d.note("GPU limit in %s", describeList(slotSidecar))
+	}
+	if n := d.pick(DimExtra, 3); n > 0 {
+		for i := 0; i < n; i++ {
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: fmt.Sprintf("extra-%d", i+1), Image: s.Image})
+		}
+		d.note("%d more containers without GPUs", n)
+	}
+	gpu := &pod.Spec.Containers[0]
+	if slot != slotMain {
+		gpu = &pod.Spec.InitContainers[0]
+	}
+
+	// What it asks for, and how.
+	res := []string{p.Resource}
+	switch d.pick(DimResource, 4) {
+	case 1:
+		if alt := s.otherAdvertised(p.Resource); len(alt) > 0 {
+			res = []string{alt[rapid.IntRange(0, len(alt)-1).Draw(d.t, "other-resource")]}
+			d.note("asks for %s, which another pool advertises", res[0])
+		}
+	case 2:
+		if un := s.unadvertised(); len(un) > 0 {
+			res = []string{un[rapid.IntRange(0, len(un)-1).Draw(d.t, "unadvertised-resource")]}
+			d.note("asks for %s, which no node advertises", res[0])
+		}
+	case 3:
+		if alt := s.otherAdvertised(p.Resource); len(alt) > 0 {
+			res = append(res, alt[rapid.IntRange(0, len(alt)-1).Draw(d.t, "second-resource")])
+			d.note("asks for %s and %s", res[0], res[1])
+		}
+	}
+	count := int64(1)
+	if d.pick(DimCount, 2) == 1 {
+		count = 2
+		d.note("asks for 2 of each")
+	}
+	form := d.pick(DimForm, 3)
+	lim, req := corev1.ResourceList{}, corev1.ResourceList{}
+	for _, r := range res {
+		q := *resource.NewQuantity(count, resource.DecimalSI)
+		switch form {
+		case 0:
+			lim[corev1.ResourceName(r)] = q
+		case 1:
+			lim[corev1.ResourceName(r)], req[corev1.ResourceName(r)] = q, q
+		case 2:
+			req[corev1.ResourceName(r)] = q
+		}
+	}
+	switch form {
+	case 1:
+		d.note("sets requests equal to limits")
+	case 2:
+		d.note("sets requests only, no limits")
+	}
+	gpu.Resources = corev1.ResourceRequirements{}
+	if len(lim) > 0 {
+		gpu.Resources.Limits = lim
+	}
+	if len(req) > 0 {
+		gpu.Resources.Requests = req
+	}
+
+	s.select_(d, pod, p, selDomain)
+	s.tolerate(d, pod, p, tolDomain, own)
+
+	switch d.pick(DimRuntime, 4) {
+	case 0:
+		pod.Spec.RuntimeClassName = ptr("nvidia")
+	case 1:
+		d.note("no runtimeClassName")
+	case 2:
+		pod.Spec.RuntimeClassName = ptr(s.OtherRuntimeClass)
+		d.note("runtimeClassName %s (exists, not nvidia)", s.OtherRuntimeClass)
+	case 3:
+		pod.Spec.RuntimeClassName = ptr(s.MissingRuntimeClass)
+		d.note("runtimeClassName %s (does not exist)", s.MissingRuntimeClass)
+	}
+	switch d.pick(DimAccount, 3) {
+	case 0:
+		pod.Spec.ServiceAccountName = s.ServiceAccount
+	case 1:
+		pod.Spec.ServiceAccountName = "default"
+		d.note("serviceAccountName default")
+	case 2:
+		d.note("no serviceAccountName")
+	}
+	switch d.pick(DimImage, 3) {
+	case 1:
+		gpu.Image = s.TagImage
+		d.note("the GPU container's image by tag")
+	case 2:
+		pod.Spec.Containers[len(pod.Spec.Containers)-1].Image = s.TagImage
+		if gpu == &pod.Spec.Containers[len(pod.Spec.Containers)-1] {
+			d.note("the GPU container's image by tag")
+		} else {
+			d.note("container %s's image by tag", pod.Spec.Containers[len(pod.Spec.Containers)-1].Name)
+		}
+	}
+	if d.pick(DimSecurity, 2) == 0 {
+		restrict(pod)
+	} else {
+		d.note("no security context (not Pod Security restricted)")
+	}
+	if f.NodeName {
+		switch d.pick(DimNodeName, 3) {
+		case 1:
+			nodes := p.Nodes
+			if selDomain != nil {
+				nodes = selDomain.Nodes
+			}
+			if len(nodes) > 0 {
+				pod.Spec.NodeName = nodes[rapid.IntRange(0, len(nodes)-1).Draw(d.t, "node")]
+				d.note("nodeName %s, bypassing the scheduler", pod.Spec.NodeName)
+			}
+		case 2:
+			if nodes := s.otherPoolNodes(p); len(nodes) > 0 {
+				pod.Spec.NodeName = nodes[rapid.IntRange(0, len(nodes)-1).Draw(d.t, "other-node")]
+				d.note("nodeName %s, a node of another pool", pod.Spec.NodeName)
+			}
+		}
+	}
+	if via != ViaPod {
+		d.note("created by a %s's controller", via)
+	}
+	return Shape{Via: via, Pod: pod, Choices: d.choices}
+}
+
+// select_ writes how the pod chooses nodes.
+func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpace) {
+	sel := map[string]string{}
+	var trust map[string]string
+	if dom != nil {
+		trust = dom.Domain.Labels
+	}
+	put := func(m map[string]string) {
+		for k, v := range m {
+			sel[k] = v
+		}
+	}
+	inTerm := func(m map[string]string) corev1.NodeSelectorTerm {
+		var t corev1.NodeSelectorTerm
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			t.MatchExpressions = append(t.MatchExpressions, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{m[k]}})
+		}
+		return t
+	}
+	required := func(terms ...corev1.NodeSelectorTerm) {
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
+	}
+	key := firstKey(p.Pool.Labels)
+	other := s.otherPool(p)
+	switch d.pick(DimSelector, 9) {
+	case 0:
+		put(p.Pool.Labels)
+		put(trust)
+	case 1:
+		required(inTerm(merge(p.Pool.Labels, trust)))
+		d.note("selects its pool by required node affinity, not nodeSelector")
+	case 2:
+		put(trust)
+		d.note("no pool labels in its nodeSelector")
+	case 3:
+		if other != nil {
+			put(other.Pool.Labels)
+			d.note("selects pool %s's labels", other.Pool.Name)
+		} else {
+			put(p.Pool.Labels)
+		}
+		put(trust)
+	case 4:
+		d.note("no nodeSelector and no affinity")
+	case 5:
+		put(trust)
+		if key != "" {
+			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpExists}}})
+			d.note("required node affinity %s Exists (any pool)", key)
+		}
+	case 6:
+		put(trust)
+		if other != nil && key != "" && other.Pool.Labels[key] != "" {
+			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: []string{other.Pool.Labels[key]}}}})
+			d.note("required node affinity %s NotIn [%s]", key, other.Pool.Labels[key])
+		}
+	case 7:
+		put(trust)
+		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			{Weight: 100, Preference: inTerm(p.Pool.Labels)}}}}
+		d.note("prefers its pool by preferred node affinity only")
+	case 8:
+		put(trust)
+		if other != nil {
+			required(inTerm(p.Pool.Labels), inTerm(other.Pool.Labels))
+			d.note("required node affinity: its pool's labels OR pool %s's", other.Pool.Name)
+		} else {
+			required(inTerm(p.Pool.Labels))
+		}
+	}
+	if len(sel) > 0 {
+		pod.Spec.NodeSelector = sel
+	}
+}
+
+// tolerate writes the pod's tolerations.
+func (s *Space) tolerate(d *drawer, pod *corev1.Pod, p PoolSpace, dom, own *DomainSpace) {
+	taints := append([]corev1.Taint{}, p.Pool.Taints...)
+	if dom != nil {
+		taints = append(taints, dom.Domain.Taints...)
+	}
+	exact := func(ts []corev1.Taint) []corev1.Toleration {
+		var out []corev1.Toleration
+		for _, t := range ts {
+			out = append(out, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
+		}
+		return out
+	}
+	tols := exact(taints)
+	switch d.pick(DimToleration, 6) {
+	case 1:
+		tols = append(tols, corev1.Toleration{Operator: corev1.TolerationOpExists})
+		d.note("tolerates every taint (operator Exists, no key)")
+	case 2:
+		seen := map[string]bool{}
+		tols = nil
+		for _, t := range taints {
+			if !seen[t.Key] {
+				seen[t.Key] = true
+				tols = append(tols, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpExists})
+			}
+		}
+		d.note("tolerates its taints by key with operator Exists (any value)")
+	case 3:
+		for i := range tols {
+			tols[i].Effect = corev1.TaintEffectNoExecute
+		}
+		d.note("tolerates its taints with the wrong effect (NoExecute)")
+	case 4:
+		tols = nil
+		d.note("no tolerations")
+	case 5:
+		if o := otherDomain(p, own); o != nil {
+			tols = append(tols, exact(o.Domain.Taints)...)
+			d.note("also tolerates trust domain %s's taints", o.Domain.Name)
+		}
+	}
+	pod.Spec.Tolerations = tols
+}
+
+// restrict makes the pod Pod Security restricted compliant, every
+// container list included.
+func restrict(pod *corev1.Pod) {
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr(true),
+		RunAsUser:      ptr(int64(65532)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	sc := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	}
+	for i := range pod.Spec.Containers {
+		pod.Spec.Containers[i].SecurityContext = sc()
+	}
+	for i := range pod.Spec.InitContainers {
+		pod.Spec.InitContainers[i].SecurityContext = sc()
+	}
+}
+
+func (s *Space) otherTenants(home string) []string {
+	seen := map[string]bool{home: true}
+	var out []string
+	for _, p := range s.Pools {
+		for _, d := range p.Domains {
+			if !seen[d.Namespace] {
+				seen[d.Namespace] = true
+				out = append(out, d.Namespace)
+			}
+		}
+	}
+	return out
+}
+
+func otherDomain(p PoolSpace, own *DomainSpace) *DomainSpace {
+	if own == nil {
+		return nil
+	}
+	for i := range p.Domains {
+		if p.Domains[i].Domain.Name != own.Domain.Name {
+			return &p.Domains[i]
+		}
+	}
+	return nil
+}
+
+func (s *Space) otherPool(p PoolSpace) *PoolSpace {
+	for i := range s.Pools {
+		if s.Pools[i].Pool.Name != p.Pool.Name {
+			return &s.Pools[i]
+		}
+	}
+	return nil
+}
+
+func (s *Space) otherPoolNodes(p PoolSpace) []string {
+	var out []string
+	for _, o := range s.Pools {
+		if o.Pool.Name != p.Pool.Name {
+			out = append(out, o.Nodes...)
+		}
+	}
+	return out
+}
+
+func (s *Space) otherAdvertised(r string) []string {
+	var out []string
+	for _, a := range s.Advertised {
+		if a != r {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// unadvertisedNames are NVIDIA resource names a tenant might try; those
+// no node advertises are drawn.
+var unadvertisedNames = []string{"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-3g.20gb", "nvidia.com/mig-1g.10gb"}
+
+func (s *Space) unadvertised() []string {
+	adv := map[string]bool{}
+	for _, a := range s.Advertised {
+		adv[a] = true
+	}
+	var out []string
+	for _, n := range unadvertisedNames {
+		if !adv[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// firstKey is the pool label a tenant would widen: the one every pool
+// sets (sku in the reference fleet), else the first by name.
+func firstKey(m map[string]string) string {
+	if _, ok := m["sku"]; ok {
+		return "sku"
+	}
+	keys := slices.Sorted(maps.Keys(m))
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
+
+func merge(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+// Namespaces lists every namespace shapes are drawn into.
+func (s *Space) Namespaces() []string {
+	out := append([]string{s.Unlabelled}, s.otherTenants(s.Unlabelled)...)
+	return out
+}

@@ -1,0 +1,140 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Rule is one contract rule as exploration tries it: the part of the pod
+// space that can break it, and its oracle.
+type Rule struct {
+	// Check is the id of the contract check the rule reports as.
+	Check string
+	Focus Focus
+	// Place: the rule is about where pods land, so shapes are created
+	// for real and judged once the scheduler has decided. Otherwise
+	// admission's verdict is enough.
+	Place bool
+	// Admitted judges a pod admission let through ("" holds).
+	Admitted func(p *corev1.Pod, c *Cluster) string
+	// Placed judges a pod the scheduler bound to node n, beside the pods
+	// already there.
+	Placed func(p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string
+}
+
+// Violation is what an oracle saw go wrong.
+type Violation struct {
+	Message string
+	// Neighbours are the pods a placement violation happened beside.
+	Neighbours []*corev1.Pod
+}
+
+// Judge submits the shape and applies the rule's oracle to what the
+// cluster did with it; nil when the rule held.
+func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error) {
+	out, cleanup, err := c.Submit(ctx, s, r.Place)
+	defer cleanup()
+	if err != nil || out.Denied != "" {
+		return nil, err
+	}
+	for _, p := range out.Pods {
+		if r.Admitted != nil {
+			if v := r.Admitted(p, c); v != "" {
+				return &Violation{Message: via(s, p) + v}, nil
+			}
+		}
+		if r.Placed == nil || p.Spec.NodeName == "" {
+			continue
+		}
+		n, ok := c.Node(p.Spec.NodeName)
+		if !ok {
+			continue // not a node of the fleet
+		}
+		onNode, err := c.PodsOn(ctx, n.Name)
+		if err != nil {
+			return nil, err
+		}
+		if v := r.Placed(p, n, onNode, c); v != "" {
+			var neighbours []*corev1.Pod
+			for _, q := range onNode {
+				if q.UID != p.UID && Live(q) && HoldsGPU(q) && q.Namespace != p.Namespace {
+					neighbours = append(neighbours, q)
+				}
+			}
+			return &Violation{Message: via(s, p) + v, Neighbours: neighbours}, nil
+		}
+	}
+	return nil, nil
+}
+
+func via(s Shape, p *corev1.Pod) string {
+	if s.Via == ViaPod {
+		return ""
+	}
+	return fmt.Sprintf("%s %s/%s's controller created pod %s: ", s.Via, s.Pod.Namespace, s.Pod.Name, p.Name)
+}
+
+// The rules exploration tries. Each is reported as a check of its own
+// (e2e/checks), so a mutant can be judged with and without exploration.
+var (
+	RuntimeClassRule = Rule{
+		Check: "explore.gpu-pods-run-under-nvidia",
+		Focus: Focus{Explore: []string{DimSlot, DimRuntime, DimVia, DimForm}},
+		Admitted: func(p *corev1.Pod, _ *Cluster) string {
+			return RuntimeClassViolation(p)
+		},
+	}
+	SKUPoolRule = Rule{
+		Check: "explore.gpu-pods-select-one-pool",
+		Focus: Focus{Explore: []string{DimSlot, DimSelector, DimNodeName, DimVia}, NodeName: true},
+		Admitted: func(p *corev1.Pod, c *Cluster) string {
+			return SKUPoolViolation(p, c.Nodes)
+		},
+	}
+	TrustRule = Rule{
+		Check: "explore.no-cross-trust-timeslice",
+		Focus: Focus{
+			Pools:   func(p PoolSpace) bool { return len(p.Domains) >= 2 },
+			Explore: []string{DimSlot, DimAim, DimHome, DimToleration, DimVia},
+		},
+		Place: true,
+		Placed: func(p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string {
+			return TrustViolation(p, n, onNode, c.DomainOf)
+		},
+	}
+	ImagesPinnedRule = Rule{
+		Check: "explore.gpu-images-pinned",
+		Focus: Focus{Explore: []string{DimSlot, DimImage, DimExtra, DimVia}},
+		Admitted: func(p *corev1.Pod, _ *Cluster) string {
+			return ImagesPinnedViolation(p)
+		},
+	}
+	OwnServiceAccountRule = Rule{
+		Check: "explore.gpu-pods-own-serviceaccount",
+		Focus: Focus{Explore: []string{DimSlot, DimAccount, DimVia}},
+		Admitted: func(p *corev1.Pod, _ *Cluster) string {
+			return OwnServiceAccountViolation(p)
+		},
+	}
+)
+
+// Rules lists every rule, in report order.
+var Rules = []Rule{RuntimeClassRule, SKUPoolRule, TrustRule, ImagesPinnedRule, OwnServiceAccountRule}
+
+// RuleFor returns the rule reported as check id.
+func RuleFor(id string) (Rule, bool) {
+	for _, r := range Rules {
+		if r.Check == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+// short is a rule's name without its area, for object and file names.
+func (r Rule) short() string {
+	return strings.TrimPrefix(r.Check, "explore.")
+}

@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/gpupool/gpupool/e2e/explore"
+)
+
+// Exploration settings a suite binary takes (`gpupool run` sets them
+// through the environment).
+var (
+	exploreSeedFlag   = flag.String("gpupool.explore-seed", os.Getenv("GPUPOOL_EXPLORE_SEED"), "exploration seed: replays a run's shapes exactly (default: a new one, printed)")
+	exploreBudgetFlag = flag.String("gpupool.explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 for none (default 60/20s)")
+	reportDirFlag     = flag.String("gpupool.report-dir", os.Getenv("GPUPOOL_REPORT_DIR"), "where counterexamples are written (default reports/out/explore-<time>)")
+	corpusFlag        = flag.String("gpupool.explore-corpus", os.Getenv("GPUPOOL_EXPLORE_CORPUS"), "regression corpus directory (default "+DefaultCorpus+")")
+)
+
+// DefaultCorpus holds every counterexample worth keeping, one directory
+// per rule; its cases run before anything is drawn.
+const DefaultCorpus = "manifests/explore/corpus"
+
+// ExploreSettings is how a suite explores.
+type ExploreSettings struct {
+	Seed      uint64
+	Budget    explore.Budget
+	ReportDir string
+	Corpus    string
+}
+
+var (
+	exploreOnce     sync.Once
+	exploreSettings ExploreSettings
+	exploreErr      error
+)
+
+// Exploration returns the exploration settings, decided once per suite
+// binary: the seed is drawn here when none was given, so every rule of
+// the run uses the same one.
+func Exploration() (ExploreSettings, error) {
+	exploreOnce.Do(func() {
+		s := ExploreSettings{ReportDir: *reportDirFlag, Corpus: *corpusFlag}
+		if *exploreSeedFlag != "" {
+			n, err := strconv.ParseUint(*exploreSeedFlag, 10, 64)
+			if err != nil || n == 0 {
+				exploreErr = fmt.Errorf("--explore-seed %q: want a positive whole number (a seed a run printed)", *exploreSeedFlag)
+				return
+			}
+			s.Seed = n
+		} else {
+			s.Seed = explore.NewSeed()
+		}
+		if s.Budget, exploreErr = explore.ParseBudget(*exploreBudgetFlag); exploreErr != nil {
+			return
+		}
+		root, rootErr := RepoRoot()
+		if s.ReportDir == "" {
+			base := os.TempDir()
+			if rootErr == nil {
+				base = filepath.Join(root, "reports", "out")
+			}
+			s.ReportDir = filepath.Join(base, "explore-"+time.Now().UTC().Format("0102-150405"))
+		}
+		if s.Corpus == "" && rootErr == nil {
+			s.Corpus = filepath.Join(root, DefaultCorpus)
+		}
+		exploreSettings = s
+	})
+	return exploreSettings, exploreErr
+}

@@ -1,0 +1,274 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/explore"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/e2e/workload"
+)
+
+// Objects of the suite's own, named so a reproduction can name them too.
+const (
+	unlabelledNamespace = "gpupool-explore"
+	otherRuntimeClass   = "gpupool-explore-runc"
+	missingRuntimeClass = "gpupool-explore-missing"
+	// tagImage is workload.Image without its digest.
+	tagImage      = "registry.k8s.io/pause:3.10"
+	residentLabel = "gpupool.dev/explore-resident"
+)
+
+func TestExplore(t *testing.T) {
+	var fs []features.Feature
+	for _, c := range []checks.Check{checks.ExploreRuntimeClass, checks.ExploreSKUPool, checks.ExploreNoCrossTrust, checks.ExploreImagesPinned, checks.ExploreOwnServiceAccount} {
+		rule, ok := explore.RuleFor(c.ID)
+		if !ok {
+			t.Fatalf("no exploration rule for check %s", c.ID)
+		}
+		fs = append(fs, harness.Feature(c).
+			Assess("no pod a tenant can write breaks the rule: the corpus, then shapes drawn within the budget", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+				exploreRule(ctx, t, c, rule)
+				return ctx
+			}).Feature())
+	}
+	// Most of a shape's time is waiting on the cluster: the rules go side
+	// by side. Admission rules never place their pods (a scheduling gate
+	// holds the ones a controller creates), so they take no capacity from
+	// the placement rule.
+	testenv.TestInParallel(t, fs...)
+}
+
+func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore.Rule) {
+	r := harness.From(ctx)
+	set, err := harness.Exploration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	space, cl, err := buildSpace(ctx, r, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rule.Place {
+		if splitPools(r) == 0 {
+			t.Skipf("fleet %s has no time-sliced pool split by trust domain", r.Fleet.Metadata.Name)
+		}
+		// A trust domain no namespace belongs to has no tenant to try: a
+		// skip would hide the check.
+		for _, p := range space.Pools {
+			if len(p.Domains) < len(p.Pool.TrustDomains) {
+				t.Fatalf("pool %s is split into %d trust domains, but namespaces belong to only %d of them (a namespace belongs to a domain when it carries every label the domain puts on its nodes): their tenants cannot be tried",
+					p.Pool.Name, len(p.Pool.TrustDomains), len(p.Domains))
+			}
+		}
+	}
+	corpus, err := explore.LoadCorpus(set.Corpus, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := explore.Run(ctx, rule, cl, space, corpus, set.Seed, set.Budget, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s (replay with --explore-seed %d)", rep, set.Seed)
+	ce := rep.Found
+	if ce == nil {
+		return
+	}
+	needs := explore.Needs(ce.Shape, ce.Violation.Neighbours, map[string]bool{unlabelledNamespace: true},
+		map[string]*nodev1.RuntimeClass{otherRuntimeClass: otherRuntimeClassObject()}, workload.ServiceAccount)
+	path, data, err := ce.Write(set.ReportDir, c.ID, set.Seed, needs)
+	if err != nil {
+		t.Fatalf("%s; writing the reproduction: %v", ce.Violation.Message, err)
+	}
+	origin := fmt.Sprintf("found with --explore-seed %d, shrunk over %d failing shapes", set.Seed, ce.Tries)
+	if ce.Corpus != "" {
+		origin = "regression corpus case " + ce.Corpus
+	}
+	t.Errorf("expected no pod a tenant can write to break the rule, but %s\nminimal pod (%s): %s\nreproduction (kubectl apply -f on `gpupool up`): %s\n%s",
+		ce.Violation.Message, origin, strings.Join(ce.Shape.Choices, "; "), path, body(data))
+}
+
+// body is the reproduction without its comment header, for the message.
+func body(data []byte) string {
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// buildSpace reads what a tenant can name on this cluster.
+func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Space, *explore.Cluster, error) {
+	space := &explore.Space{
+		Unlabelled: unlabelledNamespace, OtherRuntimeClass: otherRuntimeClass, MissingRuntimeClass: missingRuntimeClass,
+		Image: workload.Image, TagImage: tagImage, ServiceAccount: workload.ServiceAccount,
+		Labels: map[string]string{workload.LabelCheck: check},
+	}
+	// Most shapes break Pod Security somewhere; the apiserver's warnings
+	// about them are noise here (a denial is what counts).
+	rc := rest.CopyConfig(r.Cluster.REST)
+	rc.WarningHandler = rest.NoWarnings{}
+	rc.QPS, rc.Burst = 1000, 2000 // a shape is a few requests, and rules run side by side
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl := &explore.Cluster{Client: client, DomainOf: map[string]string{}}
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelPool})
+	if err != nil {
+		return nil, nil, err
+	}
+	advertised := map[string]bool{}
+	byPool := map[string][]string{}
+	byDomain := map[string][]string{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		p, _ := r.Fleet.Pool(harness.PoolOf(n))
+		mode := p.Mode()
+		cl.Nodes = append(cl.Nodes, explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
+			TimeSliced: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS, Domain: n.Labels[fleet.LabelTrustDomain]})
+		for name := range n.Status.Allocatable {
+			if strings.HasPrefix(string(name), explore.ResourcePrefix) {
+				advertised[string(name)] = true
+			}
+		}
+		byPool[p.Name] = append(byPool[p.Name], n.Name)
+		byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]] = append(byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]], n.Name)
+	}
+	for name := range advertised {
+		space.Advertised = append(space.Advertised, name)
+	}
+	sort.Strings(space.Advertised)
+	for _, p := range r.Fleet.Spec.Pools {
+		if !p.GPU() {
+			continue
+		}
+		res, err := r.IntendedResource(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		ps := explore.PoolSpace{Pool: p, Resource: res, Nodes: byPool[p.Name]}
+		for _, d := range p.TrustDomains {
+			list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, ns := range list.Items {
+				cl.DomainOf[ns.Name] = d.Name
+			}
+			if len(list.Items) > 0 {
+				ps.Domains = append(ps.Domains, explore.DomainSpace{Domain: d, Namespace: list.Items[0].Name, Nodes: byDomain[p.Name+"/"+d.Name]})
+			}
+		}
+		space.Pools = append(space.Pools, ps)
+	}
+	return space, cl, nil
+}
+
+func splitPools(r *harness.Run) int {
+	n := 0
+	for _, p := range r.Fleet.PoolsWithMode(fleet.ModeTimeSlicing) {
+		if len(p.TrustDomains) >= 2 {
+			n++
+		}
+	}
+	return n
+}
+
+func otherRuntimeClassObject() *nodev1.RuntimeClass {
+	return &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: otherRuntimeClass}, Handler: "runc"}
+}
+
+// createTenantObjects makes what the rules draw from that a candidate
+// does not provide, and the residents of shared nodes.
+func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	r := harness.From(ctx)
+	cs := r.Client
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unlabelledNamespace}}
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctx, err
+	}
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, otherRuntimeClassObject(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctx, err
+	}
+	if err := r.EnsureServiceAccounts(ctx); err != nil {
+		return ctx, err
+	}
+	// One well-formed pod of each trust domain on each of its time-sliced
+	// nodes, bound there directly.
+	for _, p := range r.Fleet.PoolsWithMode(fleet.ModeTimeSlicing) {
+		for _, d := range p.TrustDomains {
+			tns, err := r.TrustNamespace(ctx, d)
+			if err != nil {
+				continue // the check says so; the suite still runs
+			}
+			res, err := r.IntendedResource(p)
+			if err != nil {
+				return ctx, err
+			}
+			nodes, err := r.PoolNodes(ctx, p.Name, &d)
+			if err != nil {
+				return ctx, err
+			}
+			for _, n := range nodes {
+				d := d
+				pod := workload.New("explore-resident", tns, "resident-"+n.Name).ForPool(p, &d).RuntimeClass("nvidia").Limit(res, 1)
+				pod.Labels[residentLabel] = "true"
+				pod.Spec.NodeName = n.Name
+				if _, err := cs.CoreV1().Pods(tns).Create(ctx, pod.Pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					// A candidate that refuses well-formed pods fails other
+					// checks; a stray pod is still judged by where it lands.
+					fmt.Fprintf(os.Stderr, "explore: no resident pod on %s: %v\n", n.Name, err)
+				}
+			}
+		}
+	}
+	return ctx, nil
+}
+
+// removeTenantObjects undoes createTenantObjects and waits until the
+// residents are gone, so suites after this one find the pools empty.
+func removeTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
+	r := harness.From(ctx)
+	cs := r.Client
+	zero := int64(0)
+	sel := residentLabel + "=true"
+	_ = cs.NodeV1().RuntimeClasses().Delete(ctx, otherRuntimeClass, metav1.DeleteOptions{})
+	_ = cs.CoreV1().Namespaces().Delete(ctx, unlabelledNamespace, metav1.DeleteOptions{})
+	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ctx, err
+	}
+	for _, ns := range nss.Items {
+		_ = cs.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel})
+	}
+	err = wait.For(ctx, "the explore suite's resident pods to be deleted", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, "", err
+		}
+		return len(list.Items) == 0, fmt.Sprintf("%d left", len(list.Items)), nil
+	})
+	return ctx, err
+}
