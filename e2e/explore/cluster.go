@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,7 +82,7 @@ func (c *Cluster) Submit(ctx context.Context, s Shape, place bool) (out Outcome,
 		return Outcome{Denied: denied}, cleanup, err
 	}
 	if place {
-		if pods, err = c.awaitScheduling(ctx, pods); err != nil {
+		if pods, err = c.awaitScheduling(ctx, sub); err != nil {
 			return out, cleanup, err
 		}
 	}
@@ -173,33 +174,45 @@ func (c *Cluster) failedCreate(ctx context.Context, s Shape) (string, error) {
 	return "", nil
 }
 
-// awaitScheduling waits for the scheduler's decision on each pod: bound,
-// or marked unschedulable (its PodScheduled condition), and returns the
-// pods as they are then.
-func (c *Cluster) awaitScheduling(ctx context.Context, pods []*corev1.Pod) ([]*corev1.Pod, error) {
-	out := make([]*corev1.Pod, len(pods))
-	for i, p := range pods {
-		err := wait.Every(ctx, fmt.Sprintf("the scheduler to bind pod %s/%s or mark it unschedulable", p.Namespace, p.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
-			got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			out[i] = got
-			if got.Spec.NodeName != "" {
-				return true, "", nil
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
-					return true, "", nil
-				}
-			}
-			return false, "Pending, no PodScheduled condition yet", nil
-		})
+// awaitScheduling waits for the scheduler's decision on each of the
+// shape's pods: bound, or marked unschedulable (its PodScheduled
+// condition). The pods are listed afresh each time: a controller replaces
+// a pod the simulated kubelet failed (a StatefulSet deletes and recreates
+// it), and the replacement is what holds the devices then. With no pod
+// left at the deadline there is nothing placed to judge.
+func (c *Cluster) awaitScheduling(ctx context.Context, s Shape) ([]*corev1.Pod, error) {
+	sel := labels.Set{LabelShape: s.Pod.Name}.String()
+	var out []*corev1.Pod
+	err := wait.Every(ctx, fmt.Sprintf("the scheduler to bind the pods of %s %s/%s or mark them unschedulable", s.Via, s.Pod.Namespace, s.Pod.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
+		list, err := c.Client.CoreV1().Pods(s.Pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err != nil {
-			return nil, err
+			return false, "", err
+		}
+		out = out[:0]
+		undecided := 0
+		for i := range list.Items {
+			p := &list.Items[i]
+			out = append(out, p)
+			if p.Spec.NodeName == "" && !unschedulable(p) {
+				undecided++
+			}
+		}
+		return len(out) > 0 && undecided == 0, fmt.Sprintf("%d pods, %d not yet bound or marked unschedulable", len(out), undecided), nil
+	})
+	var te *wait.TimeoutError
+	if errors.As(err, &te) && len(out) == 0 {
+		return nil, nil
+	}
+	return out, err
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+			return true
 		}
 	}
-	return out, nil
+	return false
 }
 
 // remove deletes the shape's objects and pods. A placed shape's pods are

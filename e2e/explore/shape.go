@@ -14,9 +14,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 )
 
 // How a pod comes to exist: created by the tenant, or from the pod
@@ -103,22 +103,22 @@ func Reproduction(header string, s Shape, needs []runtime.Object, neighbours []*
 	}
 	docs := append([]runtime.Object{}, needs...)
 	for _, n := range neighbours {
-		docs = append(docs, clean(n))
+		docs = append(docs, clean(n, true))
 	}
 	obj := s.Object()
 	if p, ok := obj.(*corev1.Pod); ok {
-		obj = clean(p)
+		obj = clean(p, false)
 	}
 	docs = append(docs, obj)
 	for i, d := range docs {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		y, err := yaml.Marshal(d)
+		y, err := compactYAML(d)
 		if err != nil {
 			return nil, err
 		}
-		b.WriteString(dropEmpty(string(y)))
+		b.Write(y)
 	}
 	return []byte(b.String()), nil
 }
@@ -126,9 +126,18 @@ func Reproduction(header string, s Shape, needs []runtime.Object, neighbours []*
 // clean keeps what a person writes of a pod: its name, namespace, labels
 // and spec, without what the apiserver filled in (defaults, the service
 // account token volume, DefaultTolerationSeconds' tolerations).
-func clean(p *corev1.Pod) *corev1.Pod {
+func clean(p *corev1.Pod, fromServer bool) *corev1.Pod {
 	out := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}}
-	out.Name, out.Namespace, out.Labels = p.Name, p.Namespace, p.Labels
+	out.Name, out.Namespace = p.Name, p.Namespace
+	// gpupool's bookkeeping labels (check, rule, shape) reproduce nothing.
+	for k, v := range p.Labels {
+		if !strings.HasPrefix(k, "gpupool.dev/") {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
+	}
 	spec := p.Spec.DeepCopy()
 	token := map[string]bool{}
 	var vols []corev1.Volume
@@ -151,6 +160,11 @@ func clean(p *corev1.Pod) *corev1.Pod {
 			}
 			c.VolumeMounts = mounts
 			c.TerminationMessagePath, c.TerminationMessagePolicy, c.ImagePullPolicy = "", "", ""
+			// Requests the apiserver copied from limits (a shape's own
+			// are the tenant's choice).
+			if fromServer && apiequality.Semantic.DeepEqual(c.Resources.Requests, c.Resources.Limits) {
+				c.Resources.Requests = nil
+			}
 		}
 	}
 	var tols []corev1.Toleration
@@ -168,23 +182,11 @@ func clean(p *corev1.Pod) *corev1.Pod {
 	if spec.RestartPolicy == corev1.RestartPolicyAlways {
 		spec.RestartPolicy = ""
 	}
+	if spec.TerminationGracePeriodSeconds != nil && *spec.TerminationGracePeriodSeconds == 0 {
+		spec.TerminationGracePeriodSeconds = nil // the harness's, for fast cleanup
+	}
 	out.Spec = *spec
 	return out
-}
-
-// dropEmpty removes the empty maps and zero timestamps the typed structs
-// marshal, so a reproduction reads as a person would write it.
-func dropEmpty(y string) string {
-	var out []string
-	for _, line := range strings.Split(y, "\n") {
-		t := strings.TrimSpace(line)
-		if t == "creationTimestamp: null" || t == "resources: {}" || t == "status: {}" || t == "strategy: {}" || t == "updateStrategy: {}" ||
-			strings.HasSuffix(t, ": {}") && (strings.HasPrefix(t, "limits") || strings.HasPrefix(t, "requests")) {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.Join(out, "\n")
 }
 
 // Needs returns the objects a reproduction must create besides the pods:

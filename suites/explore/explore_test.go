@@ -107,15 +107,17 @@ func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore
 		ce.Violation.Message, origin, strings.Join(ce.Shape.Choices, "; "), path, body(data))
 }
 
-// body is the reproduction without its comment header, for the message.
+// body is the reproduction without its comment header, for the message,
+// each line behind a "| " gutter: reports trim the indentation go test
+// puts before logged lines, and the YAML's own must survive it.
 func body(data []byte) string {
 	var out []string
-	for _, l := range strings.Split(string(data), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		if !strings.HasPrefix(l, "#") {
-			out = append(out, l)
+			out = append(out, "| "+l)
 		}
 	}
-	return strings.TrimSpace(strings.Join(out, "\n"))
+	return strings.Join(out, "\n")
 }
 
 // buildSpace reads what a tenant can name on this cluster.
