@@ -153,7 +153,7 @@ func SKUPoolViolation(p *corev1.Pod, nodes []Node) string {
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		parts = append(parts, fmt.Sprintf("%s (%d nodes)", name, pools[name]))
 	}
-	return fmt.Sprintf("pod %s/%s holding %s was admitted, and its node selection admits GPU nodes of %d pools: %s", p.Namespace, p.Name, gpuSummary(p), len(pools), strings.Join(parts, ", "))
+	return fmt.Sprintf("pod %s/%s holding %s (in %s) was admitted, and its node selection admits GPU nodes of %d pools: %s", p.Namespace, p.Name, gpuSummary(p), whereGPU(p), len(pools), strings.Join(parts, ", "))
 }
 
 var digestRef = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
