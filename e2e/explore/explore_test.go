@@ -272,3 +272,18 @@ func specOf(o runtime.Object) corev1.PodSpec {
 	}
 	panic(fmt.Sprintf("no pod spec in %T", o))
 }
+
+// The affinity operators a tenant can widen a selection with are found from
+// the fleet's own labels, not from names the generator knows.
+func TestSelectionsFromTheNodesLabels(t *testing.T) {
+	s := testSpace()
+	s.NodeLabels = map[string]map[string]string{"gpu-l4-shared": {"sku": "l4", "vendor.example/gpu.count": "1", "zone": "a"}}
+	l4 := s.Pools[1]
+	k, below := s.numericLabel(l4)
+	assert.Equal(t, "vendor.example/gpu.count", k)
+	assert.Equal(t, int64(0), below)
+	k, _ = s.numericLabel(s.Pools[0])
+	assert.Empty(t, k, "no labels known for the pool: no Gt selection")
+	s.Pools[0].Pool.Labels["accelerator"] = "h100"
+	assert.Equal(t, "accelerator", s.labelNotOn(l4))
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -33,6 +34,8 @@ type Space struct {
 	ServiceAccount string
 	// Labels go on every pod (the check label, for cleanup).
 	Labels map[string]string
+	// NodeLabels are the labels of one node of each pool, by pool name.
+	NodeLabels map[string]map[string]string
 }
 
 // PoolSpace is one GPU pool as tenants see it.
@@ -375,7 +378,7 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 	}
 	key := firstKey(p.Pool.Labels)
 	other := s.otherPool(p)
-	switch d.pick(DimSelector, 9) {
+	switch d.pick(DimSelector, 11) {
 	case 0:
 		put(p.Pool.Labels)
 		put(trust)
@@ -400,12 +403,16 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 		if key != "" {
 			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpExists}}})
 			d.note("required node affinity %s Exists (any pool)", key)
+		} else {
+			put(p.Pool.Labels)
 		}
 	case 6:
 		put(trust)
 		if other != nil && key != "" && other.Pool.Labels[key] != "" {
 			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: []string{other.Pool.Labels[key]}}}})
 			d.note("required node affinity %s NotIn [%s]", key, other.Pool.Labels[key])
+		} else {
+			put(p.Pool.Labels)
 		}
 	case 7:
 		put(trust)
@@ -420,10 +427,52 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 		} else {
 			required(inTerm(p.Pool.Labels))
 		}
+	case 9:
+		put(trust)
+		if k := s.labelNotOn(p); k != "" {
+			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}}})
+			d.note("required node affinity %s DoesNotExist", k)
+		} else {
+			put(p.Pool.Labels)
+		}
+	case 10:
+		put(trust)
+		if k, below := s.numericLabel(p); k != "" {
+			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpGt, Values: []string{fmt.Sprint(below)}}}})
+			d.note("required node affinity %s Gt %d", k, below)
+		} else {
+			put(p.Pool.Labels)
+		}
 	}
 	if len(sel) > 0 {
 		pod.Spec.NodeSelector = sel
 	}
+}
+
+// labelNotOn is a label key another pool's nodes carry and p's do not:
+// "DoesNotExist" on it is a way to select p without naming it.
+func (s *Space) labelNotOn(p PoolSpace) string {
+	for _, o := range s.Pools {
+		for _, k := range slices.Sorted(maps.Keys(o.Pool.Labels)) {
+			if _, mine := p.Pool.Labels[k]; !mine && o.Pool.Name != p.Pool.Name {
+				return k
+			}
+		}
+	}
+	return ""
+}
+
+// numericLabel is a label whose value is a number on p's nodes (what a
+// tenant would compare with Gt and Lt), with a bound just below p's value.
+// The nodes say which: no label name is assumed.
+func (s *Space) numericLabel(p PoolSpace) (string, int64) {
+	labels := s.NodeLabels[p.Pool.Name]
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if n, err := strconv.ParseInt(labels[k], 10, 64); err == nil && n > 0 {
+			return k, n - 1
+		}
+	}
+	return "", 0
 }
 
 // tolerate writes the pod's tolerations.

@@ -156,6 +156,12 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 			}
 		}
 		byPool[p.Name] = append(byPool[p.Name], n.Name)
+		if space.NodeLabels == nil {
+			space.NodeLabels = map[string]map[string]string{}
+		}
+		if _, ok := space.NodeLabels[p.Name]; !ok {
+			space.NodeLabels[p.Name] = n.Labels
+		}
 		byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]] = append(byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]], n.Name)
 	}
 	for name := range advertised {
