@@ -84,7 +84,7 @@ func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[
 		if cfg.FailsRequestsGreaterThanOne() {
 			if name, n := overOne(p.Limits, shared); name != "" {
 				// The kubelet wraps the plugin's gRPC error this way.
-				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed due to rpc error: code = Unknown desc = " + SharedRequestTooLarge(name, n).Error()}
+				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: AllocateFailedMessage(SharedRequestTooLarge(name, n))}
 				continue
 			}
 		}
@@ -191,11 +191,22 @@ func deviceID(node, resource string, k int64, replicas int) string {
 
 // SharedRequestTooLarge is the error the device plugin's Allocate returns
 // under failRequestsGreaterThanOne when a container asks for requested (> 1)
-// devices of the shared resource advertised as resource (DP: internal/rm).
-// A .shared suffix (renameByDefault) is left out of the name it quotes.
+// devices of the shared resource advertised as resource: it quotes the
+// advertised name, renamed or not (DP@1b826acc internal/plugin/server.go
+// Allocate, "invalid allocation request for %q: %w"; internal/rm/rm.go
+// ValidateRequest, errInvalidRequest).
 func SharedRequestTooLarge(resource string, requested int64) error {
-	return fmt.Errorf("invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found %d, which is unexpected",
-		strings.TrimSuffix(resource, ".shared"), requested)
+	return fmt.Errorf("invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found %d",
+		resource, requested)
+}
+
+// AllocateFailedMessage is the pod's status.message when the kubelet fails
+// it on a plugin's Allocate error: gRPC turns the plugin's plain error into
+// code Unknown, the kubelet wraps it (k8s admission/errors.go
+// unexpectedAdmissionError, "Allocate failed due to %v, which is
+// unexpected") and rejectPod prefixes "Pod was rejected: ".
+func AllocateFailedMessage(pluginErr error) string {
+	return "Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = " + pluginErr.Error() + ", which is unexpected"
 }
 
 // sharedGPUs returns the physical GPUs behind shared device IDs.

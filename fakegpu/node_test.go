@@ -119,7 +119,8 @@ sharing:
 		pod("b", 1, "nvidia", 8000),
 		pod("c", 1, "nvidia", 8000), // 24000 MiB > 23034: out of memory
 	})
-	if v := got["two"]; v.Outcome != OutcomeAdmissionRejected || !contains(v.Message, `invalid allocation request for "nvidia.com/gpu": invalid request: maximum request size for shared resources is 1; found 2`) {
+	// nvidia-stack-facts.md, the exact status.message (renameByDefault true).
+	if v := got["two"]; v.Outcome != OutcomeAdmissionRejected || v.Message != `Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected` {
 		t.Errorf("two replicas: got %+v", v)
 	}
 	if v := got["norc"]; v.Outcome != OutcomeNoGPUVisible {
@@ -160,8 +161,17 @@ func TestDeviceIDsAreWhatTheKubeletAllocates(t *testing.T) {
 	if !slices.Equal(got["a"].Devices, ids[:3]) || !slices.Equal(got["b"].Devices, ids[3:5]) {
 		t.Errorf("allocated a=%v b=%v, want %v and %v", got["a"].Devices, got["b"].Devices, ids[:3], ids[3:5])
 	}
-	want := `invalid allocation request for "nvidia.com/gpu": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected`
+	// nvidia-stack-facts.md §"failRequestsGreaterThanOne": the plugin quotes
+	// the advertised (renamed) resource; the kubelet adds the rest.
+	want := `invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2`
 	if err := SharedRequestTooLarge("nvidia.com/gpu.shared", 2); err.Error() != want {
 		t.Errorf("SharedRequestTooLarge = %q, want %q", err, want)
+	}
+	status := `Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected`
+	if got := AllocateFailedMessage(SharedRequestTooLarge("nvidia.com/gpu.shared", 2)); got != status {
+		t.Errorf("AllocateFailedMessage = %q, want the doc's status.message %q", got, status)
+	}
+	if got := SharedRequestTooLarge("nvidia.com/gpu", 2).Error(); !strings.Contains(got, `"nvidia.com/gpu":`) {
+		t.Errorf("renameByDefault false: %q should quote nvidia.com/gpu", got)
 	}
 }

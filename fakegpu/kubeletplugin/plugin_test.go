@@ -491,7 +491,9 @@ func TestAllocateSharedOverOne(t *testing.T) {
 				}
 				return
 			}
-			want := `invalid allocation request for "nvidia.com/gpu": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected`
+			// The plugin's part only: the real kubelet composes the rest
+			// (nvidia-stack-facts.md, failRequestsGreaterThanOne).
+			want := fmt.Sprintf(`invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found 2`, tc.resource)
 			if err == nil {
 				t.Fatalf("Allocate of 2 replicas succeeded (%v), want %q", resp, want)
 			}
