@@ -67,9 +67,9 @@ type Report struct {
 	Rule   string
 	Seed   uint64
 	Corpus int // corpus cases judged
-	// Drawn shapes, Judged by the cluster (the rest came after the time
-	// budget ran out), and how many of those admission let through.
-	Drawn, Judged, Admitted int
+	// Drawn shapes, and Judged by the cluster (the rest came after the
+	// time budget ran out).
+	Drawn, Judged int
 	// ShrinkRuns counts the shapes tried while shrinking a violation.
 	ShrinkRuns int
 	Elapsed    time.Duration

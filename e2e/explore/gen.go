@@ -376,6 +376,25 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: terms}}}
 	}
+	// widen selects by one required affinity expression instead of the
+	// pool's labels; where the fleet offers none to write, the pod keeps
+	// the well-formed selection.
+	widen := func(ok bool, req corev1.NodeSelectorRequirement, why string) {
+		put(trust)
+		if !ok {
+			put(p.Pool.Labels)
+			return
+		}
+		required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{req}})
+		words := fmt.Sprintf("required node affinity %s %s", req.Key, req.Operator)
+		if len(req.Values) > 0 {
+			words += fmt.Sprintf(" %v", req.Values)
+		}
+		if why != "" {
+			words += " " + why
+		}
+		d.note("%s", words)
+	}
 	key := firstKey(p.Pool.Labels)
 	other := s.otherPool(p)
 	switch d.pick(DimSelector, 11) {
@@ -399,20 +418,12 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 	case 4:
 		d.note("no nodeSelector and no affinity")
 	case 5:
-		put(trust)
-		if key != "" {
-			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpExists}}})
-			d.note("required node affinity %s Exists (any pool)", key)
-		} else {
-			put(p.Pool.Labels)
-		}
+		widen(key != "", corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpExists}, "(any pool)")
 	case 6:
-		put(trust)
 		if other != nil && key != "" && other.Pool.Labels[key] != "" {
-			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: []string{other.Pool.Labels[key]}}}})
-			d.note("required node affinity %s NotIn [%s]", key, other.Pool.Labels[key])
+			widen(true, corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: []string{other.Pool.Labels[key]}}, "")
 		} else {
-			put(p.Pool.Labels)
+			widen(false, corev1.NodeSelectorRequirement{}, "")
 		}
 	case 7:
 		put(trust)
@@ -428,21 +439,11 @@ func (s *Space) select_(d *drawer, pod *corev1.Pod, p PoolSpace, dom *DomainSpac
 			required(inTerm(p.Pool.Labels))
 		}
 	case 9:
-		put(trust)
-		if k := s.labelNotOn(p); k != "" {
-			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}}})
-			d.note("required node affinity %s DoesNotExist", k)
-		} else {
-			put(p.Pool.Labels)
-		}
+		k := s.labelNotOn(p)
+		widen(k != "", corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpDoesNotExist}, "")
 	case 10:
-		put(trust)
-		if k, below := s.numericLabel(p); k != "" {
-			required(corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: k, Operator: corev1.NodeSelectorOpGt, Values: []string{fmt.Sprint(below)}}}})
-			d.note("required node affinity %s Gt %d", k, below)
-		} else {
-			put(p.Pool.Labels)
-		}
+		k, below := s.numericLabel(p)
+		widen(k != "", corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpGt, Values: []string{fmt.Sprint(below)}}, "")
 	}
 	if len(sel) > 0 {
 		pod.Spec.NodeSelector = sel
