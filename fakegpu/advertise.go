@@ -21,6 +21,9 @@ const (
 
 	// FakeDriverVersion is the driver the simulated nodes report.
 	FakeDriverVersion = "550.90.07"
+	// FakeCUDARuntimeVersion is the CUDA version that driver ships (R550
+	// is CUDA 12.4): GFD's cuda.runtime-version labels.
+	FakeCUDARuntimeVersion = "12.4"
 )
 
 // NodeInventory is the physical GPUs of one node.
@@ -49,8 +52,9 @@ type Advertisement struct {
 	// Labels are GFD's node labels.
 	Labels map[string]string
 	// Err is set when the device plugin would refuse to start with this
-	// state (for example an inconsistent single-strategy layout); Resources
-	// is then empty, as on a real node.
+	// state (for example an inconsistent single-strategy layout), or GFD
+	// would (MPS with a MIG-enabled GPU); Resources is then empty, as on a
+	// real node.
 	Err error
 }
 
@@ -67,8 +71,8 @@ type device struct {
 }
 
 // effectiveMIGStrategy is the strategy the plugin runs with: MIG_STRATEGY
-// (from the ClusterPolicy) first, then the config file's flags.migStrategy,
-// then the plugin's default, none (DP: api/config/v1 NewConfig).
+// (from the ClusterPolicy) first, then the config file's flags.migStrategy
+// (facts §1: environment beats file), then the plugin's default, none.
 func effectiveMIGStrategy(state StackState) string {
 	if state.MIGStrategy != "" {
 		return state.MIGStrategy
@@ -91,19 +95,32 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 		return GPUState{}
 	}
 
+	sharing, _ := state.DevicePlugin.SharingMode()
+	if err := checkMPSCapable(inv, sharing, migState); err != nil {
+		// GFD exits before it writes a label (facts §3). The plugin refuses
+		// MPS on MIG devices and with mixed (facts §2); under none the doc
+		// does not say it fails, but the node is taken as advertising
+		// nothing all the same: no pool is built on a half-started stack.
+		return Advertisement{Resources: map[string]int64{}, Labels: map[string]string{}, Err: err}
+	}
+
 	labels := baseLabels(inv.SKU)
+	// facts §3: mps.capable is true exactly when sharing.mps is configured
+	// (and no GPU is MIG-enabled, checked above).
+	labels["nvidia.com/mps.capable"] = strconv.FormatBool(sharing == SharingMPS)
 	if strategy != MIGStrategyNone {
 		labels["nvidia.com/mig.strategy"] = strategy
 	}
-	sharing, _ := state.DevicePlugin.SharingMode()
 
 	devices, err := enumerate(inv, strategy, migState)
 	if err != nil {
-		// GFD labels the node as invalid; the plugin advertises nothing.
+		// GFD labels the node as invalid (facts §3
+		// newInvalidMigStrategyLabeler); the plugin advertises nothing.
 		labels["nvidia.com/gpu.product"] = sanitizeProduct(inv.SKU.Product) + "-MIG-INVALID"
 		labels["nvidia.com/gpu.count"] = "0"
 		labels["nvidia.com/gpu.replicas"] = "0"
 		labels["nvidia.com/gpu.memory"] = "0"
+		labels["nvidia.com/gpu.sharing-strategy"] = ""
 		return Advertisement{Resources: map[string]int64{}, Labels: labels, Err: err}
 	}
 
@@ -124,23 +141,27 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 		if name == ResourceGPU {
 			product := sanitizeProduct(inv.SKU.Product)
 			mem := inv.SKU.MemoryMiB
+			// gpu.count counts every physical GPU, MIG-enabled or not
+			// (facts §3): under mixed it is not the nvidia.com/gpu count.
+			count := inv.Count
 			if p := devs[0].profile; p != nil { // single strategy: the MIG devices are the GPUs
 				product += "-MIG-" + migDeviceName(p.Name)
 				mem = p.MemoryMiB
+				count = len(devs)
 				addMIGLabels(labels, "nvidia.com/gpu", *p)
 			}
 			labelReplicas := replicas
 			if allMIGEnabled(devs) {
-				// GFD labels MIG-enabled whole GPUs without sharing
-				// (DP: internal/lm NewGPUResourceLabelerWithoutSharing);
-				// a non-MIG GPU of the same model would override that.
+				// GFD labels MIG-enabled whole GPUs without sharing; a
+				// non-MIG GPU of the same model brings the configured
+				// replicas back (facts §3 gpu.replicas).
 				labelReplicas, shareStrategy = 0, SharingNone
 			}
 			if labelReplicas > 1 && !renamed {
 				product += "-SHARED"
 			}
 			labels["nvidia.com/gpu.product"] = product
-			labels["nvidia.com/gpu.count"] = strconv.Itoa(len(devs))
+			labels["nvidia.com/gpu.count"] = strconv.Itoa(count)
 			labels["nvidia.com/gpu.replicas"] = strconv.Itoa(labelReplicas)
 			labels["nvidia.com/gpu.memory"] = strconv.Itoa(mem)
 			labels["nvidia.com/gpu.sharing-strategy"] = shareStrategy
@@ -219,6 +240,20 @@ func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) 
 // not allowed in resource names or label values, so 1g.5gb+me is 1g.5gb.me.
 func migDeviceName(profile string) string { return strings.ReplaceAll(profile, "+", ".") }
 
+// checkMPSCapable is GFD's refusal of MPS on a node with a MIG-enabled
+// GPU, whatever the MIG strategy (facts §3 mps.capable).
+func checkMPSCapable(inv NodeInventory, sharing string, migState func(int) GPUState) error {
+	if sharing != SharingMPS {
+		return nil
+	}
+	for i := 0; i < inv.Count; i++ {
+		if migState(i).MIGEnabled {
+			return fmt.Errorf("GPU %d is MIG-enabled: MPS sharing is not supported for mig devices", i)
+		}
+	}
+	return nil
+}
+
 // countDevices is the number of MIG devices on one GPU.
 func countDevices(devices map[string]int) int {
 	n := 0
@@ -238,10 +273,17 @@ func allMIGEnabled(devs []device) bool {
 	return len(devs) > 0
 }
 
+// baseLabels are GFD's labels that depend only on the GPU model and the
+// driver (facts §3). Not written, on purpose:
+//   - nvidia.com/gpu.present: the GPU Operator writes it, not GFD (facts §6);
+//   - nvidia.com/gfd.timestamp: it changes on every run, so the node
+//     controller would rewrite the node forever (as GFD with noTimestamp);
+//   - vgpu.host-driver-*, gpu.clique: no simulated GPU is a vGPU or
+//     fabric-attached.
 func baseLabels(sku SKU) map[string]string {
 	major, minor, rev := splitVersion(FakeDriverVersion)
+	cudaMajor, cudaMinor, _ := splitVersion(FakeCUDARuntimeVersion)
 	return map[string]string{
-		"nvidia.com/gpu.present":                  "true",
 		"nvidia.com/gpu.family":                   sku.Family,
 		"nvidia.com/gpu.compute.major":            strconv.Itoa(sku.ComputeMajor),
 		"nvidia.com/gpu.compute.minor":            strconv.Itoa(sku.ComputeMinor),
@@ -250,13 +292,35 @@ func baseLabels(sku SKU) map[string]string {
 		"nvidia.com/cuda.driver-version.major":    major,
 		"nvidia.com/cuda.driver-version.minor":    minor,
 		"nvidia.com/cuda.driver-version.revision": rev,
+		"nvidia.com/cuda.runtime-version.full":    FakeCUDARuntimeVersion,
+		"nvidia.com/cuda.runtime-version.major":   cudaMajor,
+		"nvidia.com/cuda.runtime-version.minor":   cudaMinor,
+		// Deprecated copies GFD still writes.
+		"nvidia.com/cuda.driver.major":  major,
+		"nvidia.com/cuda.driver.minor":  minor,
+		"nvidia.com/cuda.driver.rev":    rev,
+		"nvidia.com/cuda.runtime.major": cudaMajor,
+		"nvidia.com/cuda.runtime.minor": cudaMinor,
+		// The simulated GPUs are compute-class (PCI class 3D controller).
+		"nvidia.com/gpu.mode": "compute",
+		// GFD reads /sys/class/dmi/id/product_name; a simulated node has no
+		// machine to read, and GFD writes unknown when it cannot read it.
+		"nvidia.com/gpu.machine":  "unknown",
+		"nvidia.com/vgpu.present": "false",
 	}
 }
 
+// addMIGLabels writes the MIG device attributes GFD publishes under prefix
+// (nvidia.com/gpu under single, nvidia.com/mig-<profile> under mixed).
 func addMIGLabels(labels map[string]string, prefix string, p MIGProfile) {
 	labels[prefix+".slices.gi"] = strconv.Itoa(p.ComputeSlices)
 	labels[prefix+".slices.ci"] = strconv.Itoa(p.ComputeSlices)
 	labels[prefix+".multiprocessors"] = strconv.Itoa(p.Multiprocessors)
+	labels[prefix+".engines.copy"] = strconv.Itoa(p.Engines.Copy)
+	labels[prefix+".engines.decoder"] = strconv.Itoa(p.Engines.Decoder)
+	labels[prefix+".engines.encoder"] = strconv.Itoa(p.Engines.Encoder)
+	labels[prefix+".engines.jpeg"] = strconv.Itoa(p.Engines.JPEG)
+	labels[prefix+".engines.ofa"] = strconv.Itoa(p.Engines.OFA)
 }
 
 var productJunk = regexp.MustCompile(`[^A-Za-z0-9\-_. ]`)

@@ -21,29 +21,73 @@ const (
 	// physical GPU's pods exceed its memory.
 	AnnotationGPUMemory = "fakegpu.gpupool.dev/gpu-memory-mib"
 
-	// Controller bookkeeping on the node.
+	// Controller bookkeeping on the node. The MIG manager's: the layout it
+	// last applied, the label value its last run failed on (the last run's
+	// label is the one of the two that is set, failed first), when the
+	// running reconfiguration started, and the GPUs' MIG state
+	// (EncodeGPUStates), which a layout that leaves GPUs out does not reset.
 	AnnotationMIGApplied     = "fakegpu.gpupool.dev/mig-applied"
 	AnnotationMIGFailed      = "fakegpu.gpupool.dev/mig-failed"
 	AnnotationMIGSince       = "fakegpu.gpupool.dev/mig-reconfigure-since"
+	AnnotationMIGGPUs        = "fakegpu.gpupool.dev/mig-gpus"
 	AnnotationPluginError    = "fakegpu.gpupool.dev/device-plugin-error"
 	AnnotationObservedConfig = "fakegpu.gpupool.dev/observed-config"
 )
 
-// GPU Operator deploy labels: which operands run on a node. The MIG
-// manager pauses them while it reconfigures.
+// Node labels the GPU Operator writes (facts §6 "Node labels GO writes").
 const (
+	// LabelGPUPresent marks a GPU node (GO, from NFD's PCI labels; the
+	// simulator has no NFD and takes every node with a GPU inventory).
+	LabelGPUPresent = "nvidia.com/gpu.present"
+
+	// Deploy labels: an operand's DaemonSet runs on a node only while its
+	// label is "true".
 	LabelDeployDevicePlugin = "nvidia.com/gpu.deploy.device-plugin"
-	PausedForMIGChange      = "paused-for-mig-change"
+	LabelDeployGFD          = "nvidia.com/gpu.deploy.gpu-feature-discovery"
+	LabelDeployMIGManager   = "nvidia.com/gpu.deploy.mig-manager"
+	// LabelDeployClient is GO main's; the MIG manager pauses it only if a
+	// node has it (facts §4 step 4).
+	LabelDeployClient = "nvidia.com/gpu.deploy.client"
+	// LabelDeployPrefix starts every deploy label: the stack never removes one.
+	LabelDeployPrefix = "nvidia.com/gpu.deploy."
+
+	// PausedForMIGChange is the value the MIG manager gives the deploy
+	// labels of the operands it stops while it repartitions.
+	PausedForMIGChange = "paused-for-mig-change"
 )
 
-// DeployLabels are the operands the MIG manager pauses (GO: controllers;
-// MP: cmd/nvidia-mig-manager).
-var DeployLabels = []string{
+// OperatorDeployLabels are the deploy labels GOmod (v25.3.4, the CRD the
+// simulated cluster serves) writes as "true" on every GPU node that lacks
+// them, container workloads only; LabelDeployMIGManager is added on
+// MIG-capable nodes (facts §6, GOmod@d73a0086 controllers/state_manager.go
+// labelGPUNodes). A value already there, "false" or paused, is kept.
+var OperatorDeployLabels = []string{
+	"nvidia.com/gpu.deploy.driver",
+	LabelDeployGFD,
+	"nvidia.com/gpu.deploy.container-toolkit",
 	LabelDeployDevicePlugin,
-	"nvidia.com/gpu.deploy.gpu-feature-discovery",
+	"nvidia.com/gpu.deploy.dcgm",
+	"nvidia.com/gpu.deploy.dcgm-exporter",
+	"nvidia.com/gpu.deploy.node-status-exporter",
+	"nvidia.com/gpu.deploy.operator-validator",
+}
+
+// MIGPausedLabels are the deploy labels the MIG manager sets to
+// PausedForMIGChange while it reconfigures and back to "true" when it ends,
+// a "false" staying "false" and a missing one written; LabelDeployClient
+// joins them only where present (facts §4 step 4, MP@bd7160f4
+// pkg/mig/reconfigure/reconfigure.go shutdownKubernetesGPUClients).
+var MIGPausedLabels = []string{
+	LabelDeployDevicePlugin,
+	LabelDeployGFD,
 	"nvidia.com/gpu.deploy.dcgm-exporter",
 	"nvidia.com/gpu.deploy.dcgm",
+	"nvidia.com/gpu.deploy.nvsm",
 }
+
+// MIGConfigAllDisabled is the layout GO labels MIG-capable nodes with when
+// ClusterPolicy migManager.config.default asks for it (facts §4 step 1).
+const MIGConfigAllDisabled = "all-disabled"
 
 // MIG config states (nvidia.com/mig.config.state).
 const (

@@ -1,6 +1,7 @@
 package fakegpu
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -24,6 +25,17 @@ type ClusterPolicySettings struct {
 	MIGManagerDefault   string
 	GFDEnabled          bool
 	RuntimeClass        string
+	// What decides whether a container without the nvidia handler sees
+	// its GPU (facts §6): spec.cdi.enabled (unset: false in the served
+	// CRD), spec.toolkit.enabled, and whether the toolkit makes nvidia the
+	// default runtime (its installer does unless toolkit.env says
+	// NVIDIA_RUNTIME_SET_AS_DEFAULT or CONTAINERD_SET_AS_DEFAULT=false).
+	CDIEnabled          bool
+	ToolkitEnabled      bool
+	ToolkitSetAsDefault bool
+	// DevicePluginEnv is spec.devicePlugin.env: DP_DISABLE_HEALTHCHECKS and
+	// DP_ENABLE_HEALTHCHECKS decide which Xids mark a GPU unhealthy.
+	DevicePluginEnv map[string]string
 }
 
 type clusterPolicyDoc struct {
@@ -35,23 +47,56 @@ type clusterPolicyDoc struct {
 		DevicePlugin struct {
 			Enabled *bool     `json:"enabled"`
 			Config  configRef `json:"config"`
+			Env     []envVar  `json:"env"`
 		} `json:"devicePlugin"`
 		MIGManager struct {
-			Enabled *bool     `json:"enabled"`
-			Config  configRef `json:"config"`
+			Enabled *bool      `json:"enabled"`
+			Config  *configRef `json:"config"`
 		} `json:"migManager"`
 		GFD struct {
 			Enabled *bool `json:"enabled"`
 		} `json:"gfd"`
+		CDI struct {
+			Enabled *bool `json:"enabled"`
+		} `json:"cdi"`
+		Toolkit struct {
+			Enabled *bool    `json:"enabled"`
+			Env     []envVar `json:"env"`
+		} `json:"toolkit"`
 		Operator struct {
 			RuntimeClass string `json:"runtimeClass"`
 		} `json:"operator"`
 	} `json:"spec"`
 }
 
+type envVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
 type configRef struct {
 	Name    string `json:"name"`
 	Default string `json:"default"`
+	// NameSet, DefaultSet: the manifest has the key (the CRD defaults only
+	// absent keys; default "" is a valid choice).
+	NameSet, DefaultSet bool `json:"-"`
+}
+
+// UnmarshalJSON records whether default was given.
+func (c *configRef) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	type plain configRef
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*c = configRef(p)
+	_, c.NameSet = m["name"]
+	_, c.DefaultSet = m["default"]
+	return nil
 }
 
 // ParseClusterPolicy reads the settings from a ClusterPolicy manifest,
@@ -72,10 +117,34 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 		DevicePluginConfig:  s.DevicePlugin.Config.Name,
 		DevicePluginDefault: s.DevicePlugin.Config.Default,
 		MIGManagerEnabled:   enabled(s.MIGManager.Enabled),
-		MIGManagerConfig:    s.MIGManager.Config.Name,
-		MIGManagerDefault:   s.MIGManager.Config.Default,
+
 		GFDEnabled:          enabled(s.GFD.Enabled),
 		RuntimeClass:        s.Operator.RuntimeClass,
+		CDIEnabled:          s.CDI.Enabled != nil && *s.CDI.Enabled,
+		ToolkitEnabled:      enabled(s.Toolkit.Enabled),
+		ToolkitSetAsDefault: true,
+	}
+	if c := s.MIGManager.Config; c != nil {
+		// The served CRD defaults both fields, but only inside a config
+		// object that is present (GOmod@d73a0086 CRD, facts §4 step 1).
+		out.MIGManagerConfig, out.MIGManagerDefault = c.Name, c.Default
+		if !c.NameSet {
+			out.MIGManagerConfig = DefaultMIGPartedConfigMap
+		}
+		if out.MIGManagerDefault == "" && !c.DefaultSet {
+			out.MIGManagerDefault = MIGConfigAllDisabled
+		}
+	}
+	for _, e := range s.DevicePlugin.Env {
+		if out.DevicePluginEnv == nil {
+			out.DevicePluginEnv = map[string]string{}
+		}
+		out.DevicePluginEnv[e.Name] = e.Value
+	}
+	for _, e := range s.Toolkit.Env {
+		if (e.Name == "NVIDIA_RUNTIME_SET_AS_DEFAULT" || e.Name == "CONTAINERD_SET_AS_DEFAULT") && strings.EqualFold(e.Value, "false") {
+			out.ToolkitSetAsDefault = false
+		}
 	}
 	if out.MIGStrategy != "" && !oneOf(out.MIGStrategy, MIGStrategies) {
 		return out, fmt.Errorf("spec.mig.strategy: unknown MIG strategy %q (valid: %s)", out.MIGStrategy, strings.Join(MIGStrategies, ", "))

@@ -1,6 +1,7 @@
 package fakegpu
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -13,19 +14,19 @@ func TestParseClusterPolicy(t *testing.T) {
 		bug     string
 	}{
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — enable flags default to true when unset
+			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — enable flags default to true when unset
 			name: "enable flags default true",
 			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: none\n",
-			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia"},
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin/gfd/migManager .enabled: false
+			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin/gfd/migManager .enabled: false
 			name: "components disabled",
 			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: mixed\n  devicePlugin:\n    enabled: false\n  gfd:\n    enabled: false\n  migManager:\n    enabled: false\n",
-			want: ClusterPolicySettings{MIGStrategy: MIGStrategyMixed, RuntimeClass: "nvidia"},
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyMixed, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name/.default and migManager.config.name/.default
+			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name/.default and migManager.config.name/.default
 			name: "config references",
 			doc: `kind: ClusterPolicy
 spec:
@@ -45,28 +46,52 @@ spec:
 			want: ClusterPolicySettings{
 				MIGStrategy: MIGStrategySingle, DevicePluginEnabled: true, DevicePluginConfig: "time-slicing-config", DevicePluginDefault: "any",
 				MIGManagerEnabled: true, MIGManagerConfig: "custom-mig-parted-config", MIGManagerDefault: "all-disabled", GFDEnabled: true, RuntimeClass: "nvidia-cdi",
+				ToolkitEnabled: true, ToolkitSetAsDefault: true,
 			},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — spec.mig.strategy is none|single|mixed
+			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — spec.mig.strategy is none|single|mixed
 			name:    "bad strategy",
 			doc:     "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: both\n",
 			wantErr: []string{"spec.mig.strategy", `"both"`},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — only a ClusterPolicy is one
+			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — only a ClusterPolicy is one
 			name:    "wrong kind",
 			doc:     "kind: ConfigMap\ndata: {}\n",
 			wantErr: []string{"kind", "ConfigMap"},
 		},
 		{
-			// GO: controllers (applyMIGConfiguration) — with spec.mig.strategy unset the Operator
+			// facts §6: GO: controllers (applyMIGConfiguration) — with spec.mig.strategy unset the Operator
 			// sets no MIG_STRATEGY, so the plugin and GFD use their default, none; "single" is
 			// only the Helm chart's default (CRD config/crd/bases/nvidia.com_clusterpolicies.yaml
 			// has no default for it).
 			name: "strategy unset",
 			doc:  "kind: ClusterPolicy\nspec: {}\n",
-			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia"},
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
+		},
+		{
+			// facts §2 (device health: DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS are the
+			// plugin's env) — spec.devicePlugin.env is read
+			name: "device plugin env",
+			doc:  "kind: ClusterPolicy\nspec:\n  devicePlugin:\n    env: [{name: DP_DISABLE_HEALTHCHECKS, value: all}]\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia",
+				ToolkitEnabled: true, ToolkitSetAsDefault: true, DevicePluginEnv: map[string]string{"DP_DISABLE_HEALTHCHECKS": "all"}},
+		},
+		{
+			// facts §4 step 1: the served CRD (GOmod@d73a0086) defaults migManager.config.name to
+			// default-mig-parted-config and .default to all-disabled inside a config that is present
+			name: "mig manager config defaulted by the CRD",
+			doc:  "kind: ClusterPolicy\nspec:\n  migManager:\n    config: {}\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia",
+				MIGManagerConfig: DefaultMIGPartedConfigMap, MIGManagerDefault: MIGConfigAllDisabled, ToolkitEnabled: true, ToolkitSetAsDefault: true},
+		},
+		{
+			// facts §4 step 1: default "" (the CRD's other enum value) is kept: GO writes no mig.config label
+			name: "mig manager default empty kept",
+			doc:  "kind: ClusterPolicy\nspec:\n  migManager:\n    config: {name: custom, default: \"\"}\n",
+			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia",
+				MIGManagerConfig: "custom", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 	}
 	for _, tc := range tests {
@@ -79,7 +104,7 @@ spec:
 			if got.MIGStrategy == "" {
 				got.MIGStrategy = MIGStrategyNone
 			}
-			if err == nil && got != tc.want {
+			if err == nil && !reflect.DeepEqual(got, tc.want) {
 				r.Errorf("ParseClusterPolicy = %+v, want %+v", got, tc.want)
 			}
 		})

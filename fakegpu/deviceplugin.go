@@ -2,13 +2,13 @@ package fakegpu
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -30,24 +30,67 @@ const (
 var MIGStrategies = []string{MIGStrategyNone, MIGStrategySingle, MIGStrategyMixed}
 
 // DevicePluginConfig is the device plugin's config file, version v1
-// (NVIDIA/k8s-device-plugin: api/config/v1). Only the fields that change what
-// a node advertises are modelled; unknown fields are rejected so a typo is an
-// error, not a silently different pool.
+// (NVIDIA/k8s-device-plugin: api/config/v1), read as leniently as upstream
+// reads it (facts §1): unknown keys are dropped, not refused. They are kept
+// in Warnings, because a typo (renameByDefualt) silently gives a different
+// pool and a platform team wants to hear of it.
 type DevicePluginConfig struct {
-	Version string             `json:"version"`
-	Flags   DevicePluginFlags  `json:"flags,omitempty"`
-	Sharing DevicePluginShares `json:"sharing,omitempty"`
+	Version string            `json:"version"`
+	Flags   DevicePluginFlags `json:"flags,omitempty"`
+	// Resources is upstream's top-level resources section, which the plugin
+	// ignores with a warning.
+	Resources any                `json:"resources,omitempty"`
+	Sharing   DevicePluginShares `json:"sharing,omitempty"`
+	Imex      *Imex              `json:"imex,omitempty"`
+
+	// Warnings are what upstream would ignore (with or without a log line)
+	// and the simulator reports: unknown keys, a custom rename, devices or
+	// resources section.
+	Warnings []string `json:"-"`
 }
 
-// DevicePluginFlags holds the flags that matter to the advertisement.
+// DevicePluginFlags holds the keys of flags (DP@1b826acc api/config/v1/flags.go
+// CommandLineFlags). Only migStrategy changes what a node advertises; the
+// others are accepted so a valid config reads without warnings.
 type DevicePluginFlags struct {
-	MigStrategy *string `json:"migStrategy,omitempty"`
-	// The real plugin has many more flags (fail-on-init-error, plugin,
-	// gfd, ...); they are accepted and ignored.
-	FailOnInitError  *bool          `json:"failOnInitError,omitempty"`
-	NvidiaDriverRoot *string        `json:"nvidiaDriverRoot,omitempty"`
-	Plugin           map[string]any `json:"plugin,omitempty"`
-	GFD              map[string]any `json:"gfd,omitempty"`
+	MigStrategy             *string      `json:"migStrategy,omitempty"`
+	FailOnInitError         *bool        `json:"failOnInitError,omitempty"`
+	MpsRoot                 *string      `json:"mpsRoot,omitempty"`
+	NvidiaDriverRoot        *string      `json:"nvidiaDriverRoot,omitempty"`
+	NvidiaDevRoot           *string      `json:"nvidiaDevRoot,omitempty"`
+	GDRCopyEnabled          *bool        `json:"gdrcopyEnabled,omitempty"`
+	GDSEnabled              *bool        `json:"gdsEnabled,omitempty"`
+	MOFEDEnabled            *bool        `json:"mofedEnabled,omitempty"`
+	UseNodeFeatureAPI       *bool        `json:"useNodeFeatureAPI,omitempty"`
+	DeviceDiscoveryStrategy *string      `json:"deviceDiscoveryStrategy,omitempty"`
+	Plugin                  *PluginFlags `json:"plugin,omitempty"`
+	GFD                     *GFDFlags    `json:"gfd,omitempty"`
+}
+
+// PluginFlags is flags.plugin.
+type PluginFlags struct {
+	PassDeviceSpecs               *bool   `json:"passDeviceSpecs,omitempty"`
+	DeviceListStrategy            any     `json:"deviceListStrategy,omitempty"` // a string or a list
+	DeviceIDStrategy              *string `json:"deviceIDStrategy,omitempty"`
+	CDIAnnotationPrefix           *string `json:"cdiAnnotationPrefix,omitempty"`
+	NvidiaCTKPath                 *string `json:"nvidiaCTKPath,omitempty"`
+	ContainerDriverRoot           *string `json:"containerDriverRoot,omitempty"`
+	SharedDevicesAllocationPolicy *string `json:"sharedDevicesAllocationPolicy,omitempty"`
+}
+
+// GFDFlags is flags.gfd.
+type GFDFlags struct {
+	Oneshot         *bool   `json:"oneshot,omitempty"`
+	NoTimestamp     *bool   `json:"noTimestamp,omitempty"`
+	SleepInterval   any     `json:"sleepInterval,omitempty"` // a duration string
+	OutputFile      *string `json:"outputFile,omitempty"`
+	MachineTypeFile *string `json:"machineTypeFile,omitempty"`
+}
+
+// Imex is the imex section (DP@1b826acc api/config/v1/imex.go).
+type Imex struct {
+	ChannelIDs []int `json:"channelIDs,omitempty"`
+	Required   bool  `json:"required,omitempty"`
 }
 
 // DevicePluginShares is the sharing section: time-slicing or MPS.
@@ -69,47 +112,163 @@ type ReplicatedResource struct {
 	Rename   string `json:"rename,omitempty"`
 	Devices  any    `json:"devices,omitempty"`
 	Replicas int    `json:"replicas"`
+
+	// replicasSet: the document has the key (upstream tells a missing
+	// replicas from replicas: 0).
+	replicasSet bool
 }
 
+// Upstream's warnings for the fields it ignores (DP@1b826acc
+// api/config/v1/config.go DisableResourceNamingInConfig, replicas.go
+// disableResoureRenaming), word for word; %s is timeSlicing or mps.
+const (
+	warnRename    = "Setting the 'rename' field in sharing.%s.resources is not yet supported in the config. Ignoring..."
+	warnDevices   = "Customizing the 'devices' field in sharing.%s.resources is not yet supported in the config. Ignoring..."
+	warnResources = "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
+)
+
 // ParseDevicePluginConfig decodes and validates one device-plugin config
-// document. Errors carry the field path and upstream's wording.
+// document as the plugin loads it (facts §1): unknown keys dropped (and
+// reported in Warnings), an empty version read as v1, resource names
+// given the nvidia.com/ prefix, a custom rename, devices or resources
+// section ignored with upstream's warning. Errors carry the field path and
+// upstream's wording.
 func ParseDevicePluginConfig(data []byte) (*DevicePluginConfig, error) {
 	var c DevicePluginConfig
-	if err := unmarshalStrict(data, &c); err != nil {
-		return nil, fmt.Errorf("device-plugin config: %w", err)
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("error parsing config file: %w", err)
 	}
+	var doc any
+	if yaml.Unmarshal(data, &doc) == nil {
+		var unknown []string
+		unknownPaths(doc, reflect.TypeOf(c), "", &unknown)
+		for _, p := range unknown {
+			c.Warnings = append(c.Warnings, p+": unknown field, dropped (the plugin's parser is not strict)")
+		}
+	}
+	markReplicasSet(doc, &c)
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c.disableRenaming()
 	return &c, nil
 }
 
-// Validate applies the checks the real plugin makes when it loads a config.
+// Validate applies the checks the real plugin makes when it loads a config
+// (DP@1b826acc api/config/v1/config.go parseConfigFrom, replicas.go
+// UnmarshalJSON, resources.go NewResourceName). Resource names are
+// normalised to their nvidia.com/ form as a side effect.
 func (c *DevicePluginConfig) Validate() error {
-	if c.Version != "v1" {
-		return fmt.Errorf("version: unknown version: %q (want v1)", c.Version)
+	switch c.Version {
+	case "":
+		c.Version = "v1"
+	case "v1":
+	default:
+		return fmt.Errorf("version: unknown version: %s", c.Version)
 	}
 	if s := c.Flags.MigStrategy; s != nil && !oneOf(*s, MIGStrategies) {
 		return fmt.Errorf("flags.migStrategy: unknown MIG strategy %q (valid: %s)", *s, strings.Join(MIGStrategies, ", "))
 	}
-	for field, rr := range map[string]*ReplicatedResources{"sharing.timeSlicing": c.Sharing.TimeSlicing, "sharing.mps": c.Sharing.MPS} {
-		if rr == nil {
+	for _, sh := range []struct {
+		field string
+		rr    *ReplicatedResources
+	}{{"sharing.timeSlicing", c.Sharing.TimeSlicing}, {"sharing.mps", c.Sharing.MPS}} {
+		if sh.rr == nil {
 			continue
 		}
-		if len(rr.Resources) == 0 {
-			return fmt.Errorf("%s.resources: no resources specified", field)
+		if len(sh.rr.Resources) == 0 {
+			return fmt.Errorf("%s.resources: no resources specified", sh.field)
 		}
-		for i, r := range rr.Resources {
-			path := fmt.Sprintf("%s.resources[%d]", field, i)
-			if r.Name != "nvidia.com/gpu" && !strings.HasPrefix(r.Name, "nvidia.com/mig-") {
-				return fmt.Errorf("%s.name: incorrect resource name %q (want nvidia.com/gpu or nvidia.com/mig-<profile>)", path, r.Name)
+		for i := range sh.rr.Resources {
+			r := &sh.rr.Resources[i]
+			path := fmt.Sprintf("%s.resources[%d]", sh.field, i)
+			if r.Name == "" {
+				return fmt.Errorf("%s.name: no resource name specified", path)
 			}
-			if r.Replicas < 2 {
+			name, err := NewResourceName(r.Name)
+			if err != nil {
+				return fmt.Errorf("%s.name: %w", path, err)
+			}
+			r.Name = name
+			switch {
+			case r.Replicas == 0 && !r.replicasSet:
+				return fmt.Errorf("%s.replicas: no replicas specified", path)
+			case r.Replicas < 2:
 				return fmt.Errorf("%s.replicas: number of replicas must be >= 2, got %d", path, r.Replicas)
 			}
 		}
 	}
 	return nil
+}
+
+// markReplicasSet records which resource entries of the decoded document
+// have a replicas key.
+func markReplicasSet(doc any, c *DevicePluginConfig) {
+	sharing, _ := asMap(doc)["sharing"].(map[string]any)
+	for name, rr := range map[string]*ReplicatedResources{"timeSlicing": c.Sharing.TimeSlicing, "mps": c.Sharing.MPS} {
+		if rr == nil {
+			continue
+		}
+		entries, _ := asMap(sharing[name])["resources"].([]any)
+		for i := range rr.Resources {
+			if i < len(entries) {
+				_, rr.Resources[i].replicasSet = asMap(entries[i])["replicas"]
+			}
+		}
+	}
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// NewResourceName is a sharing resource name as the plugin reads it: the
+// nvidia.com/ prefix is added when missing ("gpu" is nvidia.com/gpu), and
+// what follows it must be a DNS subdomain (DP@1b826acc
+// api/config/v1/resources.go NewResourceName).
+func NewResourceName(n string) (string, error) {
+	if !strings.HasPrefix(n, LabelPrefix) {
+		n = LabelPrefix + n
+	}
+	if len(n) > 63 {
+		return "", fmt.Errorf("fully-qualified resource name must be 63 characters or less: %s", n)
+	}
+	if invalid := validation.IsDNS1123Subdomain(strings.TrimPrefix(n, LabelPrefix)); len(invalid) > 0 {
+		return "", fmt.Errorf("incorrect format for resource name '%s': %v", n, invalid)
+	}
+	return n, nil
+}
+
+// disableRenaming does what the plugin and GFD do before they use a config
+// (facts §1): a custom rename is cleared, or forced to <name>.shared under
+// renameByDefault; a custom devices list is reset to every GPU; a top-level
+// resources section is dropped. Each is a warning, not an error.
+func (c *DevicePluginConfig) disableRenaming() {
+	if c.Resources != nil {
+		c.Resources = nil
+		c.Warnings = append(c.Warnings, "resources: "+warnResources)
+	}
+	for _, sh := range []struct {
+		name string
+		rr   *ReplicatedResources
+	}{{"timeSlicing", c.Sharing.TimeSlicing}, {"mps", c.Sharing.MPS}} {
+		if sh.rr == nil {
+			continue
+		}
+		for i := range sh.rr.Resources {
+			r := &sh.rr.Resources[i]
+			path := fmt.Sprintf("sharing.%s.resources[%d]", sh.name, i)
+			if r.Rename != "" && !(sh.rr.RenameByDefault && r.Rename == r.Name+".shared") {
+				c.Warnings = append(c.Warnings, path+".rename: "+fmt.Sprintf(warnRename, sh.name))
+			}
+			r.Rename = "" // Replicas derives the name from renameByDefault alone
+			if r.Devices != nil {
+				c.Warnings = append(c.Warnings, path+".devices: "+fmt.Sprintf(warnDevices, sh.name))
+				r.Devices = nil
+			}
+		}
+	}
 }
 
 // Sharing reports which sharing strategy the config selects and its
@@ -151,10 +310,7 @@ func (c *DevicePluginConfig) Replicas(name string) (replicas int, advertisedAs s
 		if r.Name != name {
 			continue
 		}
-		switch {
-		case r.Rename != "":
-			return r.Replicas, "nvidia.com/" + strings.TrimPrefix(r.Rename, "nvidia.com/")
-		case rr.RenameByDefault:
+		if rr.RenameByDefault {
 			return r.Replicas, name + ".shared"
 		}
 		return r.Replicas, name
@@ -181,19 +337,21 @@ func (c *DevicePluginConfig) SharedReplicas() map[string]int {
 // node choosing its key with the nvidia.com/device-plugin.config label.
 type DevicePluginConfigs map[string]*DevicePluginConfig
 
-// ParseDevicePluginConfigs parses every key of a device-plugin ConfigMap's data.
-func ParseDevicePluginConfigs(data map[string]string) (DevicePluginConfigs, error) {
-	out := DevicePluginConfigs{}
-	var errs []error
+// ParseDevicePluginConfigs parses every key of a device-plugin ConfigMap's
+// data. A key that does not load is returned in broken with its error, not
+// refused: the config-manager only checks that the key exists, and only
+// the nodes selecting it fail to load it (facts §1, blast radius).
+func ParseDevicePluginConfigs(data map[string]string) (cfgs DevicePluginConfigs, broken map[string]error) {
+	cfgs, broken = DevicePluginConfigs{}, map[string]error{}
 	for key, doc := range data {
 		c, err := ParseDevicePluginConfig([]byte(doc))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("data[%s]: %w", key, err))
+			broken[key] = err
 			continue
 		}
-		out[key] = c
+		cfgs[key] = c
 	}
-	return out, errors.Join(errs...)
+	return cfgs, broken
 }
 
 func oneOf(s string, valid []string) bool {

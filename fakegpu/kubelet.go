@@ -10,15 +10,18 @@ import (
 )
 
 // RuntimeHandler is the containerd runtime handler the NVIDIA container
-// toolkit installs; a pod under any other handler gets no GPU.
+// toolkit installs.
 const RuntimeHandler = "nvidia"
 
 // Outcomes of the simulated kubelet for a GPU pod.
 const (
 	OutcomeRunning           = ""
 	OutcomeAdmissionRejected = "UnexpectedAdmissionError"
-	OutcomeNoGPUVisible      = "CrashLoopBackOff"
-	OutcomeOOMKilled         = "OOMKilled"
+	// OutcomeNoGPUVisible: the container runs without the NVIDIA driver
+	// libraries (facts §6: "silently gets none"); a GPU workload then fails
+	// at CUDA init and the container crash-loops.
+	OutcomeNoGPUVisible = "CrashLoopBackOff"
+	OutcomeOOMKilled    = "OOMKilled"
 )
 
 // AnnotationVisibleDevices on a pod lists the device IDs the simulated
@@ -33,7 +36,12 @@ const AnnotationAllocatedAt = "fakegpu.gpupool.dev/allocated-at"
 // GPUPod is what the simulated kubelet knows of a pod bound to a GPU node.
 type GPUPod struct {
 	Key string // namespace/name
-	// Limits are the pod's nvidia.com/ limits, summed over its containers.
+	// Containers are the pod's containers in the order the kubelet
+	// allocates devices: init containers (sidecars among them) first,
+	// then app containers.
+	Containers []ContainerRequest
+	// Limits, when Containers is empty, are the pod's nvidia.com/ limits
+	// as one container.
 	Limits map[string]int64
 	// RuntimeHandler is the handler of the pod's RuntimeClass ("" for none).
 	RuntimeHandler string
@@ -45,32 +53,74 @@ type GPUPod struct {
 	AllocatedAt int64
 }
 
+// ContainerRequest is one container's nvidia.com/ limits.
+type ContainerRequest struct {
+	Name string
+	// Init: an init container; Restartable: a sidecar (restartPolicy
+	// Always), which keeps its devices while the app containers run.
+	Init, Restartable bool
+	Limits            map[string]int64
+}
+
+func (p GPUPod) containers() []ContainerRequest {
+	if len(p.Containers) > 0 {
+		return p.Containers
+	}
+	return []ContainerRequest{{Name: "pod", Limits: p.Limits}}
+}
+
 // Verdict is what happens to one pod.
 type Verdict struct {
 	Outcome string
 	Message string
-	// Devices the pod was allocated (for running pods).
+	// Devices the pod was allocated (for running pods), distinct.
 	Devices []string
 }
 
-// Kubelet judges the GPU pods bound to one node, given in bind order, as the
-// kubelet, the device plugin's Allocate and the GPU itself would:
-//   - a request of more than 1 of a shared resource under
-//     failRequestsGreaterThanOne fails admission (DP: internal/rm);
-//   - a GPU pod not run by the nvidia runtime handler sees no GPU and
-//     crash-loops;
-//   - every other GPU pod is allocated distinct devices (replicas of a
-//     shared GPU are distinct devices on the same physical GPU);
-//   - pods time-slicing one physical GPU share its memory: the pod whose
-//     declared memory makes the sum exceed it is OOMKilled.
-//
-// capacity is the node's advertised nvidia.com resources (its status).
+// KubeletNode is what the simulated kubelet knows of its node.
+type KubeletNode struct {
+	Name   string
+	Labels map[string]string
+	// Capacity is the node's advertised nvidia.com resources (its status).
+	Capacity  map[string]int64
+	Inventory NodeInventory
+	// Unhealthy device IDs: the plugin reported them so, the kubelet
+	// allocates none of them.
+	Unhealthy map[string]bool
+}
+
+// Kubelet is KubeletOn for a node with every device healthy.
 func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[string]int64, inv NodeInventory, pods []GPUPod) map[string]Verdict {
+	return s.KubeletOn(KubeletNode{Name: node, Labels: nodeLabels, Capacity: capacity, Inventory: inv}, pods)
+}
+
+// KubeletOn judges the GPU pods bound to one node, given in bind order, as
+// the kubelet, the device plugin's Allocate and the GPU itself would:
+//   - the kubelet calls Allocate once per container, init containers
+//     first, each with that container's devices only; under
+//     failRequestsGreaterThanOne a container asking more than 1 of a shared
+//     resource fails the pod's admission (facts §2);
+//   - devices are allocated per container; a non-restartable init
+//     container's devices are reused by the containers after it (k8s
+//     devicemanager devicesToAllocate), so a pod holds the distinct
+//     devices of all its containers;
+//   - whether the container sees its GPU depends on the runtime handler and
+//     the ClusterPolicy (facts §6, GPUInjected); one that does not
+//     crash-loops (a GPU workload fails at CUDA init);
+//   - pods time-slicing one physical GPU share its memory: the pod whose
+//     declared memory makes the sum exceed it is OOMKilled; under MPS each
+//     client is pinned to its share (MPSClientLimits) and the pod declaring
+//     more than that is OOMKilled alone.
+func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 	out := map[string]Verdict{}
-	cfg, _ := s.DevicePluginConfigFor(nodeLabels)
+	cfg, _ := s.DevicePluginConfigFor(n.Labels)
 	shared := cfg.SharedReplicas()
+	strategy, _ := cfg.SharingMode()
 
 	taken := map[string]bool{}
+	for id := range n.Unhealthy {
+		taken[id] = true
+	}
 	for _, p := range pods {
 		for _, d := range p.Devices {
 			taken[d] = true
@@ -78,81 +128,108 @@ func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[
 	}
 	memory := map[string]int64{} // physical GPU -> MiB declared by its pods
 	for _, p := range pods {
-		if !anyGPU(p.Limits) {
+		if !anyGPU(p.containers()) {
 			continue
 		}
 		if cfg.FailsRequestsGreaterThanOne() {
-			if name, n := overOne(p.Limits, shared); name != "" {
-				// The kubelet wraps the plugin's gRPC error this way.
-				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: AllocateFailedMessage(SharedRequestTooLarge(name, n))}
+			if name, k := overOne(p.containers(), shared); name != "" {
+				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: AllocateFailedMessage(SharedRequestTooLarge(name, k))}
 				continue
 			}
-		}
-		if p.RuntimeHandler != RuntimeHandler {
-			handler := "the default runtime (no RuntimeClass)"
-			if p.RuntimeHandler != "" {
-				handler = "runtime handler " + p.RuntimeHandler
-			}
-			out[p.Key] = Verdict{Outcome: OutcomeNoGPUVisible, Message: fmt.Sprintf(
-				"no NVIDIA GPU is visible in the container: it runs under %s, not %q, so the NVIDIA container runtime never injected the devices (CUDA error: no CUDA-capable device is detected)", handler, RuntimeHandler)}
-			continue
 		}
 		devices := p.Devices
 		if len(devices) == 0 {
 			var err error
-			devices, err = allocate(node, p.Limits, shared, capacity, taken)
+			devices, err = allocatePod(n, p.containers(), shared, taken)
 			if err != nil {
 				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed: " + err.Error()}
 				continue
 			}
 		}
+		if ok, why := s.GPUInjected(p.RuntimeHandler); !ok {
+			out[p.Key] = Verdict{Outcome: OutcomeNoGPUVisible, Devices: devices, Message: "no NVIDIA GPU is usable in the container (CUDA error: no CUDA-capable device is detected): " + why}
+			continue
+		}
 		v := Verdict{Devices: devices}
 		if p.MemoryMiB > 0 {
-			for _, gpu := range sharedGPUs(devices) {
-				limit := int64(inv.SKU.MemoryMiB)
-				if memory[gpu]+p.MemoryMiB > limit {
-					v = Verdict{Outcome: OutcomeOOMKilled, Devices: devices, Message: fmt.Sprintf(
-						"CUDA out of memory on time-sliced %s %s: its other pods declare %d MiB, this pod %d MiB more (%s), over the GPU's %d MiB",
-						inv.SKU.Product, gpu, memory[gpu], p.MemoryMiB, AnnotationGPUMemory, limit)}
-					break
-				}
-			}
-			if v.Outcome == OutcomeRunning {
-				for _, gpu := range sharedGPUs(devices) {
-					memory[gpu] += p.MemoryMiB
-				}
-			}
+			v = judgeMemory(v, p, n.Inventory.SKU, strategy, shared, memory)
 		}
 		out[p.Key] = v
 	}
 	return out
 }
 
-// allocate hands out free device IDs for each nvidia.com limit, as the
-// device plugin's Allocate would, and marks them taken.
-func allocate(node string, limits map[string]int64, shared map[string]int, advertised map[string]int64, taken map[string]bool) ([]string, error) {
+// judgeMemory decides whether a running pod's declared GPU memory fits.
+func judgeMemory(v Verdict, p GPUPod, sku SKU, strategy string, shared map[string]int, memory map[string]int64) Verdict {
+	gpus := sharedGPUs(v.Devices)
+	if strategy == SharingMPS {
+		for _, c := range p.containers() {
+			for name, k := range c.Limits {
+				if r := shared[name]; r > 1 && k > 0 {
+					limit, _ := MPSClientLimits(sku, r)
+					if p.MemoryMiB > int64(limit) {
+						return Verdict{Outcome: OutcomeOOMKilled, Devices: v.Devices, Message: fmt.Sprintf(
+							"CUDA out of memory: the pod declares %d MiB (%s), over its MPS client's pinned device memory limit of %d MiB (%d MiB / %d replicas)",
+							p.MemoryMiB, AnnotationGPUMemory, limit, sku.MemoryMiB, r)}
+					}
+				}
+			}
+		}
+		return v
+	}
+	limit := int64(sku.MemoryMiB)
+	for _, gpu := range gpus {
+		if memory[gpu]+p.MemoryMiB > limit {
+			return Verdict{Outcome: OutcomeOOMKilled, Devices: v.Devices, Message: fmt.Sprintf(
+				"CUDA out of memory on time-sliced %s %s: its other pods declare %d MiB, this pod %d MiB more (%s), over the GPU's %d MiB",
+				sku.Product, gpu, memory[gpu], p.MemoryMiB, AnnotationGPUMemory, limit)}
+		}
+	}
+	for _, gpu := range gpus {
+		memory[gpu] += p.MemoryMiB
+	}
+	return v
+}
+
+// allocatePod hands out free device IDs container by container, as the
+// kubelet's device manager does: a container takes the devices a finished
+// (non-restartable) init container left first, then free ones; the pod's
+// devices are the distinct union.
+func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string]int, taken map[string]bool) ([]string, error) {
+	reusable := map[string][]string{}
 	var devices []string
-	for _, name := range sortedKeys(limits) {
-		want := limits[name]
-		if want == 0 || !strings.HasPrefix(name, LabelPrefix) {
-			continue
-		}
-		var got []string
-		for _, id := range DeviceIDs(node, name, advertised[name], shared[name]) {
-			if int64(len(got)) == want {
-				break
+	held := map[string]bool{}
+	for _, c := range containers {
+		for _, name := range sortedKeys(c.Limits) {
+			want := c.Limits[name]
+			if want <= 0 || !strings.HasPrefix(name, LabelPrefix) {
+				continue
 			}
-			if !taken[id] {
-				got = append(got, id)
+			got := append([]string(nil), reusable[name][:min(int64(len(reusable[name])), want)]...)
+			for _, id := range DeviceIDs(n.Name, name, n.Capacity[name], shared[name]) {
+				if int64(len(got)) == want {
+					break
+				}
+				if !taken[id] {
+					got = append(got, id)
+					taken[id] = true
+				}
+			}
+			if int64(len(got)) < want {
+				return nil, fmt.Errorf("container %s requested %d %s, only %d free on the node", c.Name, want, name, len(got))
+			}
+			if c.Init && !c.Restartable {
+				reusable[name] = got // back to the pod's pool when it exits
+			} else {
+				reusable[name] = reusable[name][min(int64(len(reusable[name])), want):]
+			}
+			for _, id := range got {
+				if !held[id] {
+					held[id] = true
+					devices = append(devices, id)
+				}
 			}
 		}
-		if int64(len(got)) < want {
-			return nil, fmt.Errorf("requested %d %s, only %d free on the node", want, name, len(got))
-		}
-		for _, id := range got {
-			taken[id] = true
-		}
-		devices = append(devices, got...)
 	}
 	return devices, nil
 }
@@ -222,20 +299,25 @@ func sharedGPUs(devices []string) []string {
 	return out
 }
 
-// overOne returns the first shared resource the pod asks more than one of.
-func overOne(limits map[string]int64, shared map[string]int) (string, int64) {
-	for _, k := range sortedKeys(limits) {
-		if _, ok := shared[k]; ok && limits[k] > 1 {
-			return k, limits[k]
+// overOne returns the first shared resource one container asks more than
+// one of: Allocate sees each container's request on its own (facts §2).
+func overOne(containers []ContainerRequest, shared map[string]int) (string, int64) {
+	for _, c := range containers {
+		for _, k := range sortedKeys(c.Limits) {
+			if _, ok := shared[k]; ok && c.Limits[k] > 1 {
+				return k, c.Limits[k]
+			}
 		}
 	}
 	return "", 0
 }
 
-func anyGPU(limits map[string]int64) bool {
-	for k, v := range limits {
-		if strings.HasPrefix(k, LabelPrefix) && v > 0 {
-			return true
+func anyGPU(containers []ContainerRequest) bool {
+	for _, c := range containers {
+		for k, v := range c.Limits {
+			if strings.HasPrefix(k, LabelPrefix) && v > 0 {
+				return true
+			}
 		}
 	}
 	return false

@@ -1,7 +1,9 @@
 package fakegpu
 
 import (
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,86 +17,175 @@ type Stack struct {
 	// plugin, nothing advertised.
 	Policy *ClusterPolicySettings
 	// DevicePlugin is the ConfigMap named by devicePlugin.config.name
-	// (nil when no name is set: the plugin runs with its defaults).
-	DevicePlugin DevicePluginConfigs
-	// MIGParted is the mig-parted config the MIG manager uses.
-	MIGParted *MIGPartedConfig
+	// (nil when no name is set: the plugin runs with its defaults), and
+	// DevicePluginBroken its keys that do not load, with the parser's error.
+	DevicePlugin       DevicePluginConfigs
+	DevicePluginBroken map[string]error
+	// MIGParted is the mig-parted config the MIG manager uses, or
+	// MIGPartedErr why the file it mounts does not parse (MIGParted is then
+	// nil): the candidate is accepted, and every run of the manager fails
+	// (facts §4 "mig-parted config", blast radius).
+	MIGParted    *MIGPartedConfig
+	MIGPartedErr error
 }
 
 // NodeResult is what the simulated stack publishes for one node.
 type NodeResult struct {
 	Advertisement
 	// MIGConfigState is the nvidia.com/mig.config.state value ("" when the
-	// MIG manager does not run on this node).
+	// MIG manager does not run on this node, or has no layout to apply).
 	MIGConfigState string
 }
 
-// Node computes what a node with these labels and GPUs advertises. A
-// failure of the device plugin (missing config key, invalid layout) is
-// reported in Err with nothing advertised, as on a real node.
+// Node computes what a fresh node (GPUs with MIG disabled, no history)
+// with these labels and GPUs publishes once the stack has settled: Desired
+// with no reconfiguration delay. A failure of the device plugin (missing
+// config key, invalid layout) is reported in Err with nothing advertised,
+// as on a real node. Labels are the stack's own (GFD's and
+// mig.config.state), not the Operator's.
 func (s *Stack) Node(labels map[string]string, inv NodeInventory) NodeResult {
-	if s.Policy == nil || !s.Policy.DevicePluginEnabled {
-		return NodeResult{Advertisement: Advertisement{
-			Resources: map[string]int64{}, Labels: map[string]string{},
-			Err: fmt.Errorf("no device plugin: the ClusterPolicy is missing or has devicePlugin.enabled=false"),
-		}}
-	}
-	state := StackState{MIGStrategy: s.Policy.MIGStrategy}
-	var res NodeResult
-	cfg, err := s.DevicePluginConfigFor(labels)
-	if err != nil {
-		// The config manager exits: the plugin on this node is down.
-		return NodeResult{Advertisement: Advertisement{Resources: map[string]int64{}, Labels: baseLabels(inv.SKU), Err: err}}
-	}
-	state.DevicePlugin = cfg
-
-	if inv.SKU.MIGCapable() && s.Policy.MIGManagerEnabled && s.MIGParted != nil {
-		layout := labels[LabelMIGConfig]
-		if layout == "" {
-			layout = s.Policy.MIGManagerDefault
-		}
-		if layout == "" {
-			layout = "all-disabled"
-		}
-		gpus, err := s.MIGParted.Apply(layout, inv.SKU, inv.Count)
-		if err != nil {
-			res.MIGConfigState = "failed"
-			// The GPUs keep whatever layout they had; a fresh node has MIG off.
-		} else {
-			res.MIGConfigState = "success"
-			state.MIG = gpus
+	d := s.Desired(inv, NodeObservation{Labels: labels, Annotations: map[string]string{}}, 0)
+	res := NodeResult{MIGConfigState: d.Labels[LabelMIGConfigState]}
+	res.Resources = d.Capacity
+	res.Labels = map[string]string{}
+	for k, v := range d.Labels {
+		if stackOwnedLabel(k) {
+			res.Labels[k] = v
 		}
 	}
-	res.Advertisement = Advertise(inv, state)
-	if !s.Policy.GFDEnabled {
-		res.Labels = map[string]string{}
-	}
-	if res.MIGConfigState != "" {
-		res.Labels[LabelMIGConfigState] = res.MIGConfigState
+	if d.PluginDown != "" {
+		res.Err = errors.New(d.PluginDown)
 	}
 	return res
 }
 
+// advertise is what the device plugin and GFD publish on a node whose GPUs
+// are in MIG state gpus, under the config its labels select.
+func (s *Stack) advertise(labels map[string]string, inv NodeInventory, gpus []GPUState) Advertisement {
+	if s.Policy == nil || !s.Policy.DevicePluginEnabled {
+		return Advertisement{
+			Resources: map[string]int64{}, Labels: map[string]string{},
+			Err: fmt.Errorf("no device plugin: the ClusterPolicy is missing or has devicePlugin.enabled=false"),
+		}
+	}
+	cfg, err := s.DevicePluginConfigFor(labels)
+	if err != nil {
+		// The config-manager (or the plugin) exits on this node, and GFD,
+		// which reads the same key, with it: nothing advertised, no labels.
+		return Advertisement{Resources: map[string]int64{}, Labels: map[string]string{}, Err: err}
+	}
+	state := StackState{MIGStrategy: s.Policy.MIGStrategy, DevicePlugin: cfg, MIG: gpus}
+	res := Advertise(inv, state)
+	if res.Err == nil {
+		// The plugin (or the MPS daemon it waits for) refuses MPS where
+		// upstream does; GFD keeps labelling the node.
+		if err := MPSError(cfg, effectiveMIGStrategy(state), inv.SKU, anyMIGDevices(inv, state)); err != nil {
+			res.Resources, res.Err = map[string]int64{}, err
+		}
+	}
+	if !s.Policy.GFDEnabled {
+		res.Labels = map[string]string{}
+	}
+	return res
+}
+
+// anyMIGDevices reports whether the plugin would serve MIG devices: a GPU in
+// MIG mode under a strategy other than none.
+func anyMIGDevices(inv NodeInventory, state StackState) bool {
+	if effectiveMIGStrategy(state) == MIGStrategyNone {
+		return false
+	}
+	for i := 0; i < inv.Count && i < len(state.MIG); i++ {
+		if state.MIG[i].MIGEnabled {
+			return true
+		}
+	}
+	return false
+}
+
+// unhealthy lists the device IDs the plugin on a node reports unhealthy
+// after the Xids injected on it (AnnotationXid), per advertised resource.
+func (s *Stack) unhealthy(node string, labels map[string]string, inv NodeInventory, gpus []GPUState, xidAnnotation string) (map[string][]string, error) {
+	xids, err := ParseXids(xidAnnotation, inv.Count)
+	if err != nil || len(xids) == 0 || s.Policy == nil {
+		return nil, err
+	}
+	cfg, _ := s.DevicePluginConfigFor(labels)
+	return UnhealthyDevices(node, inv, StackState{MIGStrategy: s.Policy.MIGStrategy, DevicePlugin: cfg, MIG: gpus}, xids, s.Policy.DevicePluginEnv), nil
+}
+
 // DevicePluginConfigFor returns the device-plugin config a node with these
-// labels runs with (nil: the plugin's defaults), or the error that stops
-// the plugin's config manager.
+// labels runs with (nil: the plugin's defaults), or the error that keeps
+// the plugin from serving on it. Only the selected key matters (facts §1,
+// DP@1b826acc cmd/config-manager/main.go updateConfigName): a key that
+// does not exist stops the config-manager with upstream's message (for a
+// missing default it prints the empty label, hence two spaces), and a key
+// that does not parse stops the plugin itself.
 func (s *Stack) DevicePluginConfigFor(labels map[string]string) (*DevicePluginConfig, error) {
 	if s.Policy == nil || s.DevicePlugin == nil {
 		return nil, nil
 	}
-	key := labels[LabelDevicePluginConfig]
+	label := labels[LabelDevicePluginConfig]
+	key := label
 	if key == "" {
 		key = s.Policy.DevicePluginDefault
 	}
 	if key == "" {
-		return nil, nil
+		return nil, nil // FALLBACK_STRATEGIES=empty: plain GPUs
+	}
+	if err, ok := s.DevicePluginBroken[key]; ok {
+		return nil, fmt.Errorf("unable to load config: unable to finalize config: unable to parse config file: error parsing config file: %w (ConfigMap %s, key %s)", err, s.Policy.DevicePluginConfig, key)
 	}
 	cfg, ok := s.DevicePlugin[key]
 	if !ok {
 		return nil, fmt.Errorf("specified config %s does not exist (ConfigMap %s has: %s)",
-			key, s.Policy.DevicePluginConfig, strings.Join(sortedKeys(s.DevicePlugin), ", "))
+			label, s.Policy.DevicePluginConfig, strings.Join(s.devicePluginKeys(), ", "))
 	}
 	return cfg, nil
+}
+
+// devicePluginKeys lists every key of the device-plugin ConfigMap, loaded or not.
+func (s *Stack) devicePluginKeys() []string {
+	keys := sortedKeys(s.DevicePlugin)
+	for k := range s.DevicePluginBroken {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Warnings lists what a platform team should hear of the candidate's GPU
+// Operator config although the real stack accepts it: keys that will fail
+// on the nodes selecting them, a default key that is missing, and what the
+// device plugin ignores (unknown fields, custom renames).
+func (s *Stack) Warnings() []string {
+	if s.Policy == nil || s.DevicePlugin == nil {
+		return s.migPartedWarnings(nil)
+	}
+	cm := s.Policy.DevicePluginConfig
+	var out []string
+	for _, k := range sortedKeys(s.DevicePluginBroken) {
+		out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: %v: the device plugin will not start on nodes that select it", cm, k, s.DevicePluginBroken[k]))
+	}
+	if d := s.Policy.DevicePluginDefault; d != "" && s.DevicePlugin[d] == nil && s.DevicePluginBroken[d] == nil {
+		out = append(out, fmt.Sprintf("ClusterPolicy spec.devicePlugin.config.default: key %q is not in ConfigMap %s (has: %s): no device plugin will run on GPU nodes without %s",
+			d, cm, strings.Join(s.devicePluginKeys(), ", "), LabelDevicePluginConfig))
+	}
+	for _, k := range sortedKeys(s.DevicePlugin) {
+		for _, w := range s.DevicePlugin[k].Warnings {
+			out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: %s", cm, k, w))
+		}
+	}
+	return s.migPartedWarnings(out)
+}
+
+// migPartedWarnings adds a mig-parted file that does not parse: the MIG
+// manager then fails on every MIG node it runs on (facts §4, blast radius).
+func (s *Stack) migPartedWarnings(out []string) []string {
+	if s.Policy == nil || s.MIGPartedErr == nil {
+		return out
+	}
+	return append(out, fmt.Sprintf("%v: the MIG manager will end failed on every MIG-capable node it runs on", s.MIGPartedErr))
 }
 
 // StackFromObjects finds the ClusterPolicy among objs and the ConfigMaps it
@@ -132,26 +223,22 @@ func StackFromObjects(objs []*unstructured.Unstructured, defaultMIG *MIGPartedCo
 			return nil, fmt.Errorf("ClusterPolicy spec.devicePlugin.config.name: ConfigMap %q is not in the candidate", name)
 		}
 		data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
-		cfgs, err := ParseDevicePluginConfigs(data)
-		if err != nil {
-			return nil, fmt.Errorf("ConfigMap %s: %w", name, err)
-		}
-		if d := s.Policy.DevicePluginDefault; d != "" && cfgs[d] == nil {
-			return nil, fmt.Errorf("ClusterPolicy spec.devicePlugin.config.default: key %q is not in ConfigMap %s (has: %s)", d, name, strings.Join(sortedKeys(cfgs), ", "))
-		}
-		s.DevicePlugin = cfgs
+		s.DevicePlugin, s.DevicePluginBroken = ParseDevicePluginConfigs(data)
 	}
 	if name := s.Policy.MIGManagerConfig; name != "" {
 		if cm, ok := configMaps[name]; ok {
-			doc, found, _ := unstructured.NestedString(cm.Object, "data", "config.yaml")
-			if !found {
-				return nil, fmt.Errorf("ConfigMap %s: data[config.yaml]: required by the MIG manager", name)
+			// A file that does not parse (or is missing, which the doc does
+			// not cover and is taken alike) fails the MIG manager's runs,
+			// not the candidate (facts §4, blast radius).
+			var err error
+			if doc, found, _ := unstructured.NestedString(cm.Object, "data", "config.yaml"); found {
+				s.MIGParted, err = ParseMIGPartedConfig([]byte(doc))
+			} else {
+				err = fmt.Errorf("required by the MIG manager, not in the ConfigMap")
 			}
-			cfg, err := ParseMIGPartedConfig([]byte(doc))
 			if err != nil {
-				return nil, fmt.Errorf("ConfigMap %s: data[config.yaml]: %w", name, err)
+				s.MIGParted, s.MIGPartedErr = nil, fmt.Errorf("ConfigMap %s: data[config.yaml]: %w", name, err)
 			}
-			s.MIGParted = cfg
 		} else if name != DefaultMIGPartedConfigMap {
 			return nil, fmt.Errorf("ClusterPolicy spec.migManager.config.name: ConfigMap %q is not in the candidate", name)
 		}

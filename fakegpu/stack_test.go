@@ -1,6 +1,7 @@
 package fakegpu
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,84 +69,99 @@ func TestStackNode(t *testing.T) {
 		bug       string
 	}{
 		{
-			// DP: api/config/v1 — no nvidia.com/device-plugin.config label: the default key
+			// facts §1: DP@1b826acc cmd/config-manager/main.go — no nvidia.com/device-plugin.config label: the default key
 			name: "default config",
 			objs: std, sku: "l4", count: 1,
 			want: map[string]int64{"nvidia.com/gpu": 1},
 		},
 		{
-			// DP: api/config/v1 — the node label picks a key of the config ConfigMap
+			// facts §1: DP@1b826acc cmd/config-manager/main.go — the node label picks a key of the config ConfigMap
 			name: "label picks time-slicing",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "ts-4"}, sku: "l4", count: 1,
 			want:      map[string]int64{"nvidia.com/gpu.shared": 4},
 			wantLabel: map[string]string{"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.product": "NVIDIA-L4"},
 		},
 		{
-			// DP: api/config/v1 — a label naming a missing key: "specified config X does not exist", plugin down
+			// facts §1: DP@1b826acc cmd/config-manager/main.go — a label naming a missing key: "specified config X does not exist", plugin down
 			name: "label names a missing key",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "ts-8"}, sku: "l4", count: 1,
 			want:    map[string]int64{},
 			wantErr: []string{"specified config ts-8 does not exist"},
 		},
 		{
-			// DP: api/config/v1 — a missing key fails the plugin even on a MIG node
+			// facts §1: DP@1b826acc cmd/config-manager/main.go — a missing key fails the plugin even on a MIG node
 			name: "missing key on a MIG node",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "nope", LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
 			want:    map[string]int64{},
 			wantErr: []string{"does not exist"},
 		},
 		{
-			// GO: controllers — no ClusterPolicy: no Operator, no device plugin, nothing advertised
+			// facts §6: GO controllers — no ClusterPolicy: no Operator, no device plugin, nothing advertised
 			name: "no ClusterPolicy",
 			objs: []*unstructured.Unstructured{stackDPConfigMap()}, sku: "l4", count: 1,
 			want: map[string]int64{}, wantErr: []string{"ClusterPolicy"}, noLabels: true,
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.enabled=false: nothing advertised
+			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.enabled=false: nothing advertised
 			name: "device plugin disabled",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"devicePlugin": map[string]any{"enabled": false}})},
 			sku:  "l4", count: 1,
 			want: map[string]int64{}, wantErr: []string{"devicePlugin.enabled=false"}, noLabels: true,
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — gfd.enabled=false: no GFD labels, resources still advertised
+			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — gfd.enabled=false: no GFD labels, resources still advertised
 			name: "GFD disabled",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"gfd": map[string]any{"enabled": false}}), stackDPConfigMap()},
 			sku:  "l4", count: 2,
 			want: map[string]int64{"nvidia.com/gpu": 2}, noLabels: true,
 		},
 		{
-			// MP: cmd/nvidia-mig-manager — a MIG-capable node without nvidia.com/mig.config gets all-disabled
-			name: "MIG node without mig.config label",
+			// facts §4 steps 1–2: GOmod@d73a0086 controllers/state_manager.go labelGPUNodes — with
+			// migManager.config.default unset ("") GO writes no nvidia.com/mig.config, and the manager
+			// ignores a missing label: no state, MIG stays as it is (off)
+			name: "MIG node without mig.config label, no default",
 			objs: std, sku: "a100-40gb", count: 8,
+			want: map[string]int64{"nvidia.com/gpu": 8},
+		},
+		{
+			// facts §4 step 1: with migManager.config.default all-disabled GO labels a MIG-capable node
+			// all-disabled, which its fresh GPUs already are (step 3: success at once)
+			name: "MIG node without mig.config label, default all-disabled",
+			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"migManager": map[string]any{"config": map[string]any{"default": "all-disabled"}}}), stackDPConfigMap()},
+			sku:  "a100-40gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "success",
 		},
 		{
-			// MP: cmd/nvidia-mig-manager — nvidia.com/mig.config picks the layout; GO default ConfigMap; mixed
+			// facts §4 steps 1–2 + §2 (mixed): nvidia.com/mig.config picks the layout of GOmod's default
+			// ConfigMap (default-mig-parted-config)
 			name: "mig.config all-1g.5gb",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
 			want: map[string]int64{"nvidia.com/mig-1g.5gb": 56}, wantState: "success",
 		},
 		{
-			// MP: pkg/mig/reconfigure — a layout with a profile the GPU lacks: state failed, MIG stays off
+			// facts §4 step 8: a layout with a profile the GPU lacks (§5: H100 has no 1g.5gb): state
+			// failed, MIG stays off
 			name: "mig.config the GPU cannot take",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "h100-80gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "failed",
 		},
 		{
-			// MP: cmd/nvidia-mig-manager — a layout not in mig-configs: state failed
+			// facts §4 step 3: a layout not in mig-configs fails at assert --valid-config: state failed,
+			// the GPUs unchanged
 			name: "mig.config unknown layout",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-9g.99gb"}, sku: "a100-40gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "failed",
 		},
 		{
-			// MP: cmd/nvidia-mig-manager — the MIG manager does not run on GPUs that are not MIG-capable
+			// facts §6: GO labels gpu.deploy.mig-manager only on MIG-capable nodes (§5: the L4 is not),
+			// so the MIG manager does not run there: no state
 			name: "no MIG manager state on L4",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "l4", count: 1,
 			want: map[string]int64{"nvidia.com/gpu": 1},
 		},
 		{
-			// GO: config/samples/v1_clusterpolicy.yaml — the sample policy (single) with the GO default layouts
+			// facts §6 "Sample: config/samples/v1_clusterpolicy.yaml" (mig.strategy single) with GOmod's
+			// default layouts; facts §3 single-strategy product label
 			name:   "sample policy, all-1g.5gb",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("gpu-cluster-policy", map[string]any{"mig": map[string]any{"strategy": "single"}})},
 			labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
@@ -153,7 +169,8 @@ func TestStackNode(t *testing.T) {
 			wantLabel: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/mig.strategy": "single"},
 		},
 		{
-			// DP: internal/rm — single + all-balanced: invalid, nothing advertised (MIG manager itself succeeded)
+			// facts §2 single ("more than one MIG device type present on node") and §3 (-MIG-INVALID):
+			// nothing advertised, though the MIG manager itself succeeded
 			name:   "sample policy, all-balanced",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("gpu-cluster-policy", map[string]any{"mig": map[string]any{"strategy": "single"}})},
 			labels: map[string]string{LabelMIGConfig: "all-balanced"}, sku: "a100-40gb", count: 8,
@@ -161,17 +178,18 @@ func TestStackNode(t *testing.T) {
 			wantLabel: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID"},
 		},
 		{
-			// DP: api/config/v1 (NewConfig: command line/env beat the config file) + GO: controllers
-			// (applyMIGConfiguration sets MIG_STRATEGY from spec.mig.strategy): the ClusterPolicy's
-			// mixed wins over the selected config's flags.migStrategy single.
+			// facts §1 "Precedence": DP@1b826acc api/config/v1/flags.go UpdateFromCLIFlags (env beats the
+			// file) + GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration (MIG_STRATEGY from
+			// spec.mig.strategy): the ClusterPolicy's mixed wins over the selected config's flags.migStrategy single.
 			name: "ClusterPolicy strategy beats config flags.migStrategy",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "flag-single", LabelMIGConfig: "all-balanced"}, sku: "a100-40gb", count: 8,
 			want:      map[string]int64{"nvidia.com/mig-1g.5gb": 16, "nvidia.com/mig-2g.10gb": 8, "nvidia.com/mig-3g.20gb": 8},
 			wantState: "success",
 		},
 		{
-			// GO: controllers (applyMIGConfiguration) — spec.mig.strategy unset: no MIG_STRATEGY, the
-			// plugin's default none applies: whole GPUs even with MIG on, no mig.strategy label
+			// facts §1 (GO@a22dbf67 applyMIGConfiguration sets MIG_STRATEGY only when spec.mig.strategy is
+			// set) + §2 none (whole GPUs, MIG ignored) + §3 (no mig.strategy label for none); that the
+			// plugin's own default is none is DP's flag default, which the doc does not spell out
 			name:   "policy without mig.strategy",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{})},
 			labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
@@ -179,8 +197,8 @@ func TestStackNode(t *testing.T) {
 			absent: []string{"nvidia.com/mig.strategy"},
 		},
 		{
-			// GO: controllers (applyMIGConfiguration) + DP: api/config/v1 — spec.mig.strategy unset:
-			// the selected config's flags.migStrategy decides
+			// facts §1 "Precedence" (DP@1b826acc flags.go UpdateFromCLIFlags; GO@a22dbf67 applyMIGConfiguration):
+			// spec.mig.strategy unset, no MIG_STRATEGY: the selected config's flags.migStrategy decides
 			name:   "policy without mig.strategy, config says mixed",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "dp-config", "default": "flag-mixed"}}}), stackDPConfigMap()},
 			labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
@@ -228,7 +246,7 @@ func TestStackFromObjects(t *testing.T) {
 		check   func(t *testing.T, s *Stack)
 	}{
 		{
-			// GO: controllers — no ClusterPolicy is not an error: the stack is simply absent
+			// facts §6: GO controllers — no ClusterPolicy is not an error: the stack is simply absent
 			name: "no ClusterPolicy",
 			objs: []*unstructured.Unstructured{stackDPConfigMap()},
 			check: func(t *testing.T, s *Stack) {
@@ -241,7 +259,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name names the ConfigMap it reads
+			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name names the ConfigMap it reads
 			name: "policy and its ConfigMap",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), stackDPConfigMap()},
 			check: func(t *testing.T, s *Stack) {
@@ -257,39 +275,65 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.default must be a key of the ConfigMap
-			name:    "default key missing",
-			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "dp-config", "default": "absent"}}}), stackDPConfigMap()},
-			wantErr: []string{"spec.devicePlugin.config.default", `"absent"`, "dp-config"},
+			// facts §1 "Per-node choice and blast radius": a missing default key is not refused;
+			// it breaks every unlabelled node, with upstream's message (two spaces: the empty label)
+			name: "default key missing",
+			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "dp-config", "default": "absent"}}}), stackDPConfigMap()},
+			check: func(t *testing.T, s *Stack) {
+				if _, err := s.DevicePluginConfigFor(nil); err == nil || !strings.Contains(err.Error(), "specified config  does not exist") {
+					t.Errorf("unlabelled node: %v, want upstream's \"specified config  does not exist\"", err)
+				}
+				if _, err := s.DevicePluginConfigFor(map[string]string{LabelDevicePluginConfig: "ts-4"}); err != nil {
+					t.Errorf("a node labelled with a key that exists: %v", err)
+				}
+				if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, "spec.devicePlugin.config.default") || !strings.Contains(w, `"absent"`) {
+					t.Errorf("warnings %q should name the missing default", w)
+				}
+			},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name must exist
+			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name must exist
 			name:    "device-plugin ConfigMap missing",
 			objs:    []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil)},
 			wantErr: []string{"spec.devicePlugin.config.name", `"dp-config"`},
 		},
 		{
-			// DP: api/config/v1 — an invalid config in the ConfigMap names its key and field
+			// facts §1 "Per-node choice and blast radius": the config-manager never parses the
+			// ConfigMap; a malformed key breaks only the nodes selecting it, with the plugin's error
 			name: "invalid device-plugin config",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), configMapObj("dp-config", map[string]string{
 				"default": "version: v1\n", "bad": "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n",
 			})},
-			wantErr: []string{"dp-config", "data[bad]", "number of replicas must be >= 2"},
+			check: func(t *testing.T, s *Stack) {
+				l4 := NodeInventory{SKU: mustSKU(t, "l4"), Count: 1}
+				if got := s.Node(nil, l4); got.Err != nil || got.Resources[ResourceGPU] != 1 {
+					t.Errorf("a node on the default key: %+v, want 1 nvidia.com/gpu", got.Advertisement)
+				}
+				got := s.Node(map[string]string{LabelDevicePluginConfig: "bad"}, l4)
+				if got.Err == nil || !strings.Contains(got.Err.Error(), "unable to load config: unable to finalize config: unable to parse config file: error parsing config file:") ||
+					!strings.Contains(got.Err.Error(), "number of replicas must be >= 2") || len(got.Resources) != 0 {
+					t.Errorf("a node on the bad key: %+v, want the plugin's load error and nothing advertised", got.Advertisement)
+				}
+				if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, "data[bad]") {
+					t.Errorf("warnings %q should name data[bad]", w)
+				}
+			},
 		},
 		{
-			// GO: controllers — only one ClusterPolicy is honoured
+			// facts §6: GO controllers — only one ClusterPolicy is honoured
 			name:    "two ClusterPolicies",
 			objs:    []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), clusterPolicyObj("second", map[string]any{}), stackDPConfigMap()},
 			wantErr: []string{"more than one ClusterPolicy"},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — a bad spec.mig.strategy is refused
+			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — a bad spec.mig.strategy is refused
 			name:    "bad strategy",
 			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"mig": map[string]any{"strategy": "both"}})},
 			wantErr: []string{"spec.mig.strategy"},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — migManager.config.name: a custom ConfigMap with key config.yaml
+			// facts §6: migManager.config.name is a ConfigMap with key config.yaml; facts §4: GPUs 4–7
+			// are MIG-disabled by the layout's second entry
 			name: "custom mig-parted ConfigMap",
 			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"mig": map[string]any{"strategy": "mixed"}, "migManager": map[string]any{"config": map[string]any{"name": "custom-mig"}}}), customMIG},
 			check: func(t *testing.T, s *Stack) {
@@ -298,7 +342,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// GO: assets/state-mig-manager — naming default-mig-parted-config uses the Operator's own
+			// facts §4 step 2: GOmod mounts ConfigMap default-mig-parted-config: naming it uses the Operator's own
 			name: "default mig-parted ConfigMap by name",
 			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"migManager": map[string]any{"config": map[string]any{"name": DefaultMIGPartedConfigMap}}})},
 			check: func(t *testing.T, s *Stack) {
@@ -308,16 +352,67 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// GO: api/nvidia/v1/clusterpolicy_types.go — a custom mig-parted ConfigMap that is absent
+			// facts §6 names migManager.config.name; refusing a candidate whose named ConfigMap is absent is
+			// the simulator's choice (the doc does not say what the MIG manager does without it)
 			name:    "custom mig-parted ConfigMap missing",
 			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"migManager": map[string]any{"config": map[string]any{"name": "custom-mig"}}})},
 			wantErr: []string{"spec.migManager.config.name", `"custom-mig"`},
 		},
 		{
-			// GO: assets/state-mig-manager — the mig-parted ConfigMap needs key config.yaml
-			name:    "mig-parted ConfigMap without config.yaml",
-			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"migManager": map[string]any{"config": map[string]any{"name": "custom-mig"}}}), configMapObj("custom-mig", map[string]string{"config.yml": "version: v1\n"})},
-			wantErr: []string{"custom-mig", "config.yaml"},
+			// facts §4 "mig-parted config", blast radius: a file that does not parse does not stop the
+			// candidate; every MIG-capable node the manager runs on ends failed, whatever it selects
+			// (all-disabled too), a node without the manager (L4) is untouched; Warnings says so
+			name: "unparsable mig-parted ConfigMap",
+			objs: []*unstructured.Unstructured{migPolicy("custom-mig"), configMapObj("custom-mig", map[string]string{"config.yaml": "version: v1\nmig-configs:\n  all-disabled:\n  - devices: all\n    mig-enabled: false\n  bad:\n  - devices: all\n    mig-enabled: false\n    mig-device: {}\n"})},
+			check: func(t *testing.T, s *Stack) {
+				checkErr(t, s.MIGPartedErr, "custom-mig", "data[config.yaml]", "mig-configs.bad[0]", "unexpected field: mig-device")
+				checkMIGPartedWarning(t, s, "custom-mig", "unexpected field: mig-device")
+				for _, layout := range []string{"all-disabled", "all-1g.5gb"} {
+					got := s.Node(map[string]string{LabelMIGConfig: layout}, NodeInventory{SKU: mustSKU(t, "a100-40gb"), Count: 8})
+					if got.MIGConfigState != MIGStateFailed {
+						t.Errorf("A100 node selecting %s: state %q, want failed", layout, got.MIGConfigState)
+					}
+					checkResources(t, got.Resources, map[string]int64{"nvidia.com/gpu": 8})
+				}
+				if got := s.Node(nil, NodeInventory{SKU: mustSKU(t, "l4"), Count: 1}); got.MIGConfigState != "" || got.Err != nil {
+					t.Errorf("L4 node: state %q, err %v; want no MIG manager and the plugin serving", got.MIGConfigState, got.Err)
+				}
+			},
+		},
+		{
+			// facts §4 "mig-parted config", blast radius: a file that parses, with an unknown name on one
+			// node and a layout one GPU model cannot take on another, fails only those nodes
+			name: "unknown or unfit layout fails only the nodes selecting it",
+			objs: []*unstructured.Unstructured{migPolicy("")},
+			check: func(t *testing.T, s *Stack) {
+				if s.MIGPartedErr != nil || len(s.Warnings()) != 0 {
+					t.Errorf("MIGPartedErr %v, Warnings %v; want neither", s.MIGPartedErr, s.Warnings())
+				}
+				a100 := NodeInventory{SKU: mustSKU(t, "a100-40gb"), Count: 8}
+				for layout, want := range map[string]string{"all-9g.99gb": MIGStateFailed, "all-1g.10gb.me": MIGStateFailed, "all-1g.5gb": MIGStateSuccess} {
+					if got := s.Node(map[string]string{LabelMIGConfig: layout}, a100).MIGConfigState; got != want {
+						t.Errorf("A100 node selecting %s: state %q, want %q", layout, got, want)
+					}
+				}
+				h100 := NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 8}
+				if got := s.Node(map[string]string{LabelMIGConfig: "all-1g.10gb.me"}, h100).MIGConfigState; got != MIGStateSuccess {
+					t.Errorf("H100 node selecting all-1g.10gb.me: state %q, want success", got)
+				}
+			},
+		},
+		{
+			// The doc does not say what a mig-parted ConfigMap without key config.yaml does; taken as a
+			// file that does not parse (facts §4 blast radius): the candidate is accepted, runs fail
+			name: "mig-parted ConfigMap without config.yaml",
+			objs: []*unstructured.Unstructured{migPolicy("custom-mig"), configMapObj("custom-mig", map[string]string{"config.yml": "version: v1\n"})},
+			check: func(t *testing.T, s *Stack) {
+				checkErr(t, s.MIGPartedErr, "custom-mig", "config.yaml")
+				checkMIGPartedWarning(t, s, "custom-mig", "config.yaml")
+				got := s.Node(map[string]string{LabelMIGConfig: "all-1g.5gb"}, NodeInventory{SKU: mustSKU(t, "a100-40gb"), Count: 8})
+				if got.MIGConfigState != MIGStateFailed {
+					t.Errorf("state %q, want failed", got.MIGConfigState)
+				}
+			},
 		},
 	}
 	for _, tc := range tests {
@@ -334,5 +429,35 @@ func TestStackFromObjects(t *testing.T) {
 				tc.check(t, s)
 			}
 		})
+	}
+}
+
+// migPolicy is a ClusterPolicy (mixed) whose MIG manager reads ConfigMap
+// name ("": the Operator's default) and has no device-plugin ConfigMap.
+func migPolicy(name string) *unstructured.Unstructured {
+	spec := map[string]any{"mig": map[string]any{"strategy": MIGStrategyMixed}}
+	if name != "" {
+		spec["migManager"] = map[string]any{"config": map[string]any{"name": name}}
+	}
+	return clusterPolicyObj("cp", spec)
+}
+
+// checkMIGPartedWarning asserts Warnings has one line about the mig-parted
+// file, with these substrings.
+func checkMIGPartedWarning(t *testing.T, s *Stack, want ...string) {
+	t.Helper()
+	var lines []string
+	for _, w := range s.Warnings() {
+		if strings.Contains(w, "MIG manager") {
+			lines = append(lines, w)
+		}
+	}
+	if len(lines) != 1 {
+		t.Fatalf("Warnings about the MIG manager = %q, want one", lines)
+	}
+	for _, w := range want {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("warning %q does not contain %q", lines[0], w)
+		}
 	}
 }

@@ -102,6 +102,9 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range plan.Stack.Warnings() {
+		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
+	}
 	runID := harness.NewRunName()
 	out := f.out
 	if out == "" {

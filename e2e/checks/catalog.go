@@ -55,6 +55,10 @@ var (
 		ID: "mig.relabel-is-a-drain", Area: AreaMIGDrains,
 		Rule: "A MIG layout change after cordon and drain walks mig.config.state pending → success with GPU operands paused and GPUs withdrawn, and fails no pod; relabelling a busy node fails its GPU pods.",
 	})
+	XidWithdrawsGPU = Register(Check{
+		ID: "health.xid-withdraws-the-gpu", Area: AreaOperatorHealth,
+		Rule: "A GPU that reports a critical Xid leaves allocatable while capacity keeps it; new pods get only healthy GPUs, and a pod that needs the lost one stays Pending, explained by the unhealthy device.",
+	})
 	PluginDownPodsPending = Register(Check{
 		ID: "health.plugin-down-pods-pending", Area: AreaOperatorHealth,
 		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending with a reason naming the resource, and schedule once it recovers.",
@@ -120,6 +124,12 @@ var (
 	KubeletPluginLossWithdrawsGPUs = Register(Check{
 		ID: "kubelet.plugin-loss-withdraws-gpus", Area: AreaOperatorHealth, Provider: "kind",
 		Rule: "On a real kubelet, taking the device-plugin pod off the node (nvidia.com/gpu.deploy.device-plugin=false, as the GPU Operator does) drops the node's allocatable GPUs to 0 once the kubelet notices, and the DaemonSet's new pod brings them back.",
+	})
+	// The differential test: the simulated kubelet that judges every KWOK
+	// node is held to what a real kubelet does with the same pod.
+	KubeletSimulatorAgrees = Register(Check{
+		ID: "kubelet.simulator-agrees", Area: AreaSharing, Provider: "kind",
+		Rule: "Every pod shape of the differential corpus (manifests/differential: multi-container, init and sidecar containers, shared and exclusive GPUs, over-requests, a non-NVIDIA runtime handler) gets the same phase, reason, message and number of distinct devices from the simulated kubelet on a KWOK node as from a real kubelet on a node of the same pool.",
 	})
 )
 

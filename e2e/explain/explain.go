@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	resourcehelper "k8s.io/component-helpers/resource"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 )
@@ -40,17 +41,42 @@ type Cluster struct {
 	Pods []corev1.Pod
 }
 
-// GPURequests sums the pod's nvidia.com/ limits over its containers.
+// GPURequests is what the scheduler counts the pod as holding of each
+// nvidia.com/ resource. Every container list counts: an init container's
+// request is held while it runs, a sidecar's for the pod's life
+// (k8s.io/component-helpers resource.PodRequests, what the scheduler's
+// NodeResourcesFit uses).
 func GPURequests(p *corev1.Pod) map[string]int64 {
 	out := map[string]int64{}
-	for _, c := range p.Spec.Containers {
-		for name, q := range c.Resources.Limits {
-			if strings.HasPrefix(string(name), "nvidia.com/") && !q.IsZero() {
-				out[string(name)] += q.Value()
-			}
+	for name, q := range resourcehelper.PodRequests(withDefaultRequests(p), resourcehelper.PodResourcesOptions{}) {
+		if strings.HasPrefix(string(name), resourcePrefix) && q.Value() > 0 {
+			out[string(name)] = q.Value()
 		}
 	}
 	return out
+}
+
+const resourcePrefix = "nvidia.com/"
+
+// withDefaultRequests fills a request from its limit where only the limit
+// is set, as the apiserver's defaulting does: a pod not through it yet (a
+// shape, a reproduction) holds what it will hold once admitted.
+func withDefaultRequests(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
+		for i := range list {
+			r := &list[i].Resources
+			for name, q := range r.Limits {
+				if _, ok := r.Requests[name]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[name] = q
+				}
+			}
+		}
+	}
+	return p
 }
 
 // Pod explains why pod is not scheduled.
@@ -108,7 +134,13 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 				down = append(down, fmt.Sprintf("pool %s: %s has %d %s in capacity but 0 allocatable", poolOf(&n), n.Name, capQ.Value(), r))
 				ok = false
 			case alloc-used[n.Name][r] < req[r]:
-				full = append(full, fmt.Sprintf("pool %s: %s has %d of %d %s free, the pod asks %d", poolOf(&n), n.Name, alloc-used[n.Name][r], alloc, r, req[r]))
+				line := fmt.Sprintf("pool %s: %s has %d of %d %s free, the pod asks %d", poolOf(&n), n.Name, alloc-used[n.Name][r], alloc, r, req[r])
+				if unhealthy := capQ.Value() - alloc; unhealthy > 0 {
+					// The kubelet keeps an unhealthy device in capacity and
+					// drops it from allocatable.
+					line += fmt.Sprintf(" (%d of its %d unhealthy)", unhealthy, capQ.Value())
+				}
+				full = append(full, line)
 				ok = false
 			}
 		}

@@ -8,48 +8,17 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/gpupool/gpupool/e2e/explain"
 )
 
 // ResourcePrefix marks the resources the pool contract is about.
 const ResourcePrefix = "nvidia.com/"
 
 // GPURequests is what the scheduler counts the pod as holding of each
-// nvidia.com/ resource. Every container list counts: an init container's
-// request is held while it runs, a sidecar's for the pod's life
-// (k8s.io/component-helpers resource.PodRequests, what the scheduler's
-// NodeResourcesFit uses).
-func GPURequests(p *corev1.Pod) map[string]int64 {
-	out := map[string]int64{}
-	for name, q := range resourcehelper.PodRequests(withDefaultRequests(p), resourcehelper.PodResourcesOptions{}) {
-		if strings.HasPrefix(string(name), ResourcePrefix) && q.Value() > 0 {
-			out[string(name)] = q.Value()
-		}
-	}
-	return out
-}
-
-// withDefaultRequests fills a request from its limit where only the limit
-// is set, as the apiserver's defaulting does: a pod not through it yet (a
-// shape, a reproduction) holds what it will hold once admitted.
-func withDefaultRequests(p *corev1.Pod) *corev1.Pod {
-	p = p.DeepCopy()
-	for _, list := range [][]corev1.Container{p.Spec.Containers, p.Spec.InitContainers} {
-		for i := range list {
-			r := &list[i].Resources
-			for name, q := range r.Limits {
-				if _, ok := r.Requests[name]; !ok {
-					if r.Requests == nil {
-						r.Requests = corev1.ResourceList{}
-					}
-					r.Requests[name] = q
-				}
-			}
-		}
-	}
-	return p
-}
+// nvidia.com/ resource, every container list included (explain.GPURequests).
+func GPURequests(p *corev1.Pod) map[string]int64 { return explain.GPURequests(p) }
 
 // HoldsGPU reports whether the pod holds any nvidia.com/ resource.
 func HoldsGPU(p *corev1.Pod) bool { return len(GPURequests(p)) > 0 }

@@ -255,7 +255,7 @@ func (r *Run) advertised(n *corev1.Node, configHash string) error {
 	if !isGPU || err != nil {
 		return err
 	}
-	d := r.Stack.Desired(inv, fakegpu.NodeObservation{Labels: n.Labels, Annotations: n.Annotations, Now: time.Now()}, 0)
+	d := r.Stack.Desired(inv, fakegpu.NodeObservation{Name: n.Name, Labels: n.Labels, Annotations: n.Annotations, Now: time.Now()}, 0)
 	for k, v := range d.Labels {
 		n.Labels[k] = v
 	}

@@ -241,8 +241,10 @@ func WellFormedPod(ctx context.Context, r *Run, check string, p fleet.Pool, name
 	return workload.New(check, ns, name).ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).Pod, nil
 }
 
-// LayoutAdvertisement is what a node of MIG pool p should advertise under
-// the named mig-parted layout (error: the GPU cannot take it).
+// LayoutAdvertisement is what a node of MIG pool p, at its designed
+// layout, should advertise once relabelled to the named mig-parted layout
+// (error: the GPU cannot take it). GPUs the layout leaves out keep the
+// designed layout (MIG off if that did not apply).
 func (r *Run) LayoutAdvertisement(p fleet.Pool, layout string) (map[string]int64, error) {
 	sku, err := fakegpu.LookupSKU(p.SKU)
 	if err != nil {
@@ -251,7 +253,11 @@ func (r *Run) LayoutAdvertisement(p fleet.Pool, layout string) (map[string]int64
 	if p.Mode() != fleet.ModeMIG || r.Stack.MIGParted == nil {
 		return nil, fmt.Errorf("pool %s is not a MIG pool with a mig-parted config", p.Name)
 	}
-	gpus, err := r.Stack.MIGParted.Apply(layout, sku, p.GPUsPerNode)
+	designed, err := r.Stack.MIGParted.Apply(p.Sharing.MIG.Config, sku, p.GPUsPerNode)
+	if err != nil {
+		designed = make([]fakegpu.GPUState, p.GPUsPerNode)
+	}
+	gpus, err := r.Stack.MIGParted.ApplyTo(layout, sku, designed)
 	if err != nil {
 		return nil, err
 	}

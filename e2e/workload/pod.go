@@ -64,6 +64,17 @@ func (p Pod) Limit(name string, n int64) Pod {
 	return p
 }
 
+// InitLimit adds an init container "init", a copy of the main container
+// whose only limit is n of name: the device request a kubelet allocates
+// first.
+func (p Pod) InitLimit(name string, n int64) Pod {
+	init := *p.Spec.Containers[0].DeepCopy()
+	init.Name = "init"
+	init.Resources.Limits = corev1.ResourceList{corev1.ResourceName(name): *resource.NewQuantity(n, resource.DecimalSI)}
+	p.Spec.InitContainers = append(p.Spec.InitContainers, init)
+	return p
+}
+
 // RuntimeClass sets runtimeClassName.
 func (p Pod) RuntimeClass(name string) Pod {
 	p.Spec.RuntimeClassName = &name

@@ -229,6 +229,10 @@ func (c *Controller) configChanged() {
 	c.mu.Unlock()
 	if err != nil {
 		c.opt.Log("fakegpu: GPU Operator config is invalid: %v", err)
+	} else {
+		for _, w := range stack.Warnings() {
+			c.opt.Log("fakegpu: GPU Operator config: %s", w)
+		}
 	}
 	for _, n := range c.nodes.GetStore().ListKeys() {
 		c.nodeQueue.Add(n)

@@ -111,7 +111,13 @@ func judgeNode(stack *fakegpu.Stack, node *corev1.Node, inv fakegpu.NodeInventor
 			capacity[string(name)] = q.Value()
 		}
 	}
-	verdicts := stack.Kubelet(node.Name, node.Labels, capacity, inv, gpuPods)
+	unhealthy := map[string]bool{}
+	for _, id := range strings.Split(node.Annotations[fakegpu.AnnotationUnhealthyDevices], ",") {
+		if id != "" {
+			unhealthy[id] = true
+		}
+	}
+	verdicts := stack.KubeletOn(fakegpu.KubeletNode{Name: node.Name, Labels: node.Labels, Capacity: capacity, Inventory: inv, Unhealthy: unhealthy}, gpuPods)
 	var out []judgement
 	for i, gp := range gpuPods { // in arrival order, so allocation times keep it
 		p, v := byKey[gp.Key], verdicts[gp.Key]
@@ -142,14 +148,7 @@ func (c *Controller) podsOnNodeSlow(node string) []any {
 }
 
 func (c *Controller) gpuPod(p *corev1.Pod) fakegpu.GPUPod {
-	gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Limits: map[string]int64{}}
-	for _, ctr := range p.Spec.Containers {
-		for name, q := range ctr.Resources.Limits {
-			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
-				gp.Limits[string(name)] += q.Value()
-			}
-		}
-	}
+	gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Containers: ContainerRequests(p)}
 	if rc := p.Spec.RuntimeClassName; rc != nil {
 		if o, ok, _ := c.rcs.GetStore().GetByKey(*rc); ok {
 			gp.RuntimeHandler = handlerOf(o)
@@ -163,6 +162,27 @@ func (c *Controller) gpuPod(p *corev1.Pod) fakegpu.GPUPod {
 		gp.AllocatedAt, _ = strconv.ParseInt(p.Annotations[fakegpu.AnnotationAllocatedAt], 10, 64)
 	}
 	return gp
+}
+
+// ContainerRequests lists a pod's containers' nvidia.com/ limits in the
+// order the kubelet allocates devices: init containers, then the others.
+func ContainerRequests(p *corev1.Pod) []fakegpu.ContainerRequest {
+	var out []fakegpu.ContainerRequest
+	add := func(ctrs []corev1.Container, init bool) {
+		for _, ctr := range ctrs {
+			c := fakegpu.ContainerRequest{Name: ctr.Name, Init: init, Limits: map[string]int64{}}
+			c.Restartable = init && ctr.RestartPolicy != nil && *ctr.RestartPolicy == corev1.ContainerRestartPolicyAlways
+			for name, q := range ctr.Resources.Limits {
+				if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
+					c.Limits[string(name)] = q.Value()
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	add(p.Spec.InitContainers, true)
+	add(p.Spec.Containers, false)
+	return out
 }
 
 // alreadyJudged reports whether the pod's status already shows the outcome.
@@ -262,9 +282,9 @@ func (c *Controller) failPodsOnRepartition(ctx context.Context, node *corev1.Nod
 }
 
 func anyGPULimit(p *corev1.Pod) bool {
-	for _, ctr := range p.Spec.Containers {
-		for name, q := range ctr.Resources.Limits {
-			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) && !q.IsZero() {
+	for _, c := range ContainerRequests(p) {
+		for _, n := range c.Limits {
+			if n > 0 {
 				return true
 			}
 		}

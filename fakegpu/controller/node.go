@@ -37,7 +37,7 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 	if stackErr != nil {
 		stack = &fakegpu.Stack{}
 	}
-	d := stack.Desired(inv, fakegpu.NodeObservation{Labels: node.Labels, Annotations: node.Annotations, Now: time.Now()}, c.opt.MIGReconfigureDelay)
+	d := stack.Desired(inv, fakegpu.NodeObservation{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations, Now: time.Now()}, c.opt.MIGReconfigureDelay)
 	if stackErr != nil {
 		d.PluginDown = "the GPU Operator config is invalid: " + stackErr.Error()
 		d.Annotations[fakegpu.AnnotationPluginError] = d.PluginDown
@@ -105,6 +105,9 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 		c.recorder.Eventf(node, corev1.EventTypeWarning, "DevicePluginDown", "nvidia device plugin not serving: %s; allocatable GPUs set to 0", d.PluginDown)
 	case d.PluginDown == "" && before != "":
 		c.recorder.Event(node, corev1.EventTypeNormal, "DevicePluginUp", "nvidia device plugin serving again")
+	}
+	if bad := d.Annotations[fakegpu.AnnotationUnhealthyDevices]; bad != node.Annotations[fakegpu.AnnotationUnhealthyDevices] && bad != "" {
+		c.recorder.Eventf(node, corev1.EventTypeWarning, "GPUUnhealthy", "nvidia device plugin reports devices unhealthy after Xid (%s): %s", node.Annotations[fakegpu.AnnotationXid], bad)
 	}
 	if st := d.Labels[fakegpu.LabelMIGConfigState]; st != node.Labels[fakegpu.LabelMIGConfigState] {
 		switch st {

@@ -25,6 +25,8 @@ type Resource struct {
 	DeviceIDs []string
 	// Replicas per physical device (1: not shared).
 	Replicas int
+	// Unhealthy lists the devices ListAndWatch reports unhealthy, sorted.
+	Unhealthy []string
 	// FailRequestsGreaterThanOne: Allocate refuses a container more than
 	// one of these devices (a shared resource under the device-plugin
 	// config's failRequestsGreaterThanOne).
@@ -55,7 +57,7 @@ func PlanFor(node string, stack *fakegpu.Stack, labels, annotations map[string]s
 	// layout on the GPUs in the node's annotations. The plugin serves that
 	// layout, and while the label asks for another it counts as paused, as
 	// the real MIG manager pauses the plugin before repartitioning.
-	d := stack.Desired(inv, fakegpu.NodeObservation{Labels: labels, Annotations: annotations, Now: time.Now()}, migChangeNeverDone)
+	d := stack.Desired(inv, fakegpu.NodeObservation{Name: node, Labels: labels, Annotations: annotations, Now: time.Now()}, migChangeNeverDone)
 	if d.PluginDown != "" {
 		return Plan{Down: d.PluginDown}
 	}
@@ -74,6 +76,7 @@ func PlanFor(node string, stack *fakegpu.Stack, labels, annotations map[string]s
 		out.Resources[name] = Resource{
 			DeviceIDs:                  fakegpu.DeviceIDs(node, name, count, shared[name]),
 			Replicas:                   replicas,
+			Unhealthy:                  d.Unhealthy[name],
 			FailRequestsGreaterThanOne: replicas > 1 && cfg.FailsRequestsGreaterThanOne(),
 		}
 	}

@@ -61,7 +61,7 @@ func (s *resourceServer) socket() string { return filepath.Join(s.dir, SocketNam
 func (s *resourceServer) set(res Resource) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.Equal(s.res.DeviceIDs, res.DeviceIDs) && s.res.Replicas == res.Replicas && s.res.FailRequestsGreaterThanOne == res.FailRequestsGreaterThanOne {
+	if slices.Equal(s.res.DeviceIDs, res.DeviceIDs) && slices.Equal(s.res.Unhealthy, res.Unhealthy) && s.res.Replicas == res.Replicas && s.res.FailRequestsGreaterThanOne == res.FailRequestsGreaterThanOne {
 		return
 	}
 	s.res = res
@@ -183,13 +183,18 @@ func (p *devicePlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty)
 }
 
 // ListAndWatch sends the device list, then a new one whenever it changes.
-// Every device is healthy: the fake GPUs never fail.
+// A device is unhealthy when an injected Xid marked it (fakegpu.AnnotationXid):
+// the kubelet then keeps it in capacity and drops it from allocatable.
 func (p *devicePlugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
 	for {
 		res, changed := p.s.current()
 		devices := make([]*pluginapi.Device, len(res.DeviceIDs))
 		for i, id := range res.DeviceIDs {
-			devices[i] = &pluginapi.Device{ID: id, Health: pluginapi.Healthy}
+			health := pluginapi.Healthy
+			if slices.Contains(res.Unhealthy, id) {
+				health = pluginapi.Unhealthy
+			}
+			devices[i] = &pluginapi.Device{ID: id, Health: health}
 		}
 		if err := stream.Send(&pluginapi.ListAndWatchResponse{Devices: devices}); err != nil {
 			return fmt.Errorf("%s: sending the device list: %w", p.s.resource, err)

@@ -79,7 +79,7 @@ func TestExclusiveGPUsNotShared(t *testing.T) {
 func TestFailRequestsGreaterThanOne(t *testing.T) {
 	c := checks.FailRequestsGreaterThanOne
 	f := harness.Feature(c).
-		Assess("a pod asking for 2 shared GPUs is scheduled, then fails kubelet admission", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("a pod asking for 2 shared GPUs in one container, main or init, is scheduled, then fails kubelet admission", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
 			p := r.FirstPool(t, fleet.ModeTimeSlicing)
 			res, err := r.IntendedResource(p)
@@ -90,21 +90,32 @@ func TestFailRequestsGreaterThanOne(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			pod := workload.New(c.ID, ns, p.Name+"-two-replicas").ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 2)
-			if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
-				t.Fatal(err)
+			// The kubelet calls Allocate per container, init containers
+			// included (facts §2): a tenant who asks for 2 in an init
+			// container is refused as one who asks in the main container.
+			shapes := []workload.Pod{
+				workload.New(c.ID, ns, p.Name+"-two-replicas").ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 2),
+				workload.New(c.ID, ns, p.Name+"-two-in-init").ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).InitLimit(res, 2),
 			}
-			if _, err := expect.Scheduled(ctx, r.Client, ns, pod.Name); err != nil {
-				t.Fatal(err)
+			for _, pod := range shapes {
+				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
+					t.Fatal(err)
+				}
 			}
-			got, err := expect.PodReaches(ctx, r.Client, ns, pod.Name, "fail kubelet admission with UnexpectedAdmissionError", kubeletTimeout, func(p *corev1.Pod) (bool, string) {
-				return p.Status.Phase == corev1.PodFailed, expect.Describe(p)
-			})
-			if err != nil {
-				t.Fatalf("%v: the pod was given 2 slices of a time-sliced GPU", err)
-			}
-			if got.Status.Reason != fakegpu.OutcomeAdmissionRejected || !strings.Contains(got.Status.Message, "maximum request size for shared resources is 1") {
-				t.Errorf("expected reason %s with the device plugin's message, got %q: %q", fakegpu.OutcomeAdmissionRejected, got.Status.Reason, got.Status.Message)
+			for _, pod := range shapes {
+				if _, err := expect.Scheduled(ctx, r.Client, ns, pod.Name); err != nil {
+					t.Fatal(err)
+				}
+				got, err := expect.PodReaches(ctx, r.Client, ns, pod.Name, "fail kubelet admission with UnexpectedAdmissionError", kubeletTimeout, func(p *corev1.Pod) (bool, string) {
+					return p.Status.Phase == corev1.PodFailed, expect.Describe(p)
+				})
+				if err != nil {
+					t.Errorf("%v: pod %s was given 2 slices of a time-sliced GPU in one container", err, pod.Name)
+					continue
+				}
+				if got.Status.Reason != fakegpu.OutcomeAdmissionRejected || !strings.Contains(got.Status.Message, "maximum request size for shared resources is 1") {
+					t.Errorf("pod %s: expected reason %s with the device plugin's message, got %q: %q", pod.Name, fakegpu.OutcomeAdmissionRejected, got.Status.Reason, got.Status.Message)
+				}
 			}
 			return ctx
 		}).Feature()
