@@ -62,7 +62,7 @@ spec:
 			wantErr: []string{"kind", "ConfigMap"},
 		},
 		{
-			// facts §6: GO: controllers (applyMIGConfiguration) — with spec.mig.strategy unset the Operator
+			// facts §1 "Precedence": GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — with spec.mig.strategy unset the Operator
 			// sets no MIG_STRATEGY, so the plugin and GFD use their default, none; "single" is
 			// only the Helm chart's default (CRD config/crd/bases/nvidia.com_clusterpolicies.yaml
 			// has no default for it).

@@ -59,8 +59,8 @@ type options struct {
 }
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "probe" {
-		probe(os.Args[2:])
+	if len(os.Args) > 1 && (os.Args[1] == modeProbe || os.Args[1] == modeProbeOnce) {
+		probe(os.Args[2:], os.Args[1] == modeProbeOnce)
 		return
 	}
 	var o options

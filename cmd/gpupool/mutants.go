@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -74,7 +75,8 @@ func mutantsCmd(ctx context.Context, args []string) error {
 		}
 		plans[i] = plan
 	}
-	work, err := os.MkdirTemp("", "gpupool-mutants-")
+	sweepWorkDirs()
+	work, err := cluster.MakeWorkDir(workDirPrefix + "mutants-")
 	if err != nil {
 		return err
 	}

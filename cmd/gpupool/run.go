@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/reports"
@@ -25,7 +26,7 @@ import (
 
 type runFlags struct {
 	candidate, fleet, out, suites, provider string
-	keep                                    bool
+	keep, serverSide                        bool
 	explore                                 exploreFlags
 }
 
@@ -72,6 +73,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default "+harness.DefaultCandidate+"; env CANDIDATE)")
 	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else "+harness.DefaultFleet+"; env FLEET)")
 	registerProvider(fs, &f.provider)
+	fs.BoolVar(&f.serverSide, "server-side", false, "install the candidate as 'kubectl apply --server-side' does, null fields kept (default: as 'kubectl apply' does, nulls pruned)")
 }
 
 func registerProvider(fs *flag.FlagSet, p *string) {
@@ -102,6 +104,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	plan.ServerSideApply = f.serverSide
 	for _, w := range plan.Stack.Warnings() {
 		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
 	}
@@ -110,7 +113,8 @@ func runCmd(ctx context.Context, args []string) error {
 	if out == "" {
 		out = filepath.Join(root, "reports", "out", runID)
 	}
-	work, err := os.MkdirTemp("", "gpupool-run-")
+	sweepWorkDirs()
+	work, err := cluster.MakeWorkDir(workDirPrefix + "run-")
 	if err != nil {
 		return err
 	}
@@ -131,6 +135,8 @@ func runCmd(ctx context.Context, args []string) error {
 	s.PrintTable(os.Stdout)
 	fmt.Printf("reports: %s\n", out)
 	switch {
+	case ctx.Err() != nil:
+		return exitError{130} // interrupted: the README's exit code for a signal
 	case s.Result == "pass":
 		return nil
 	case len(s.Checks) == 0:
@@ -190,6 +196,10 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	}
 	r, err := harness.Up(ctx, plan, provider)
 	if err != nil {
+		if ctx.Err() != nil {
+			// The signal, not the step it cut short, is what happened.
+			err = fmt.Errorf("interrupted (%v) during setup; the cluster is removed", ctx.Err())
+		}
 		summary.Errors = append(summary.Errors, "setup: "+err.Error())
 		return summary, finish(summary, nil, spec.out, started)
 	}

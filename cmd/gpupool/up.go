@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
 )
 
@@ -24,6 +25,7 @@ func upCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	plan.ServerSideApply = f.serverSide
 	name := harness.NewRunName()
 	provider, err := harness.NewProvider(f.provider, name)
 	if err != nil {
@@ -73,7 +75,22 @@ func downCmd(ctx context.Context, args []string) error {
 		logf("removed %d %s clusters", n, kind)
 		errs = append(errs, err)
 	}
+	sweepWorkDirs()
 	return errors.Join(errs...)
+}
+
+// workDirPrefix names the scratch directories of runs (built suites):
+// gpupool-run-*, gpupool-mutants-*.
+const workDirPrefix = "gpupool-"
+
+// sweepWorkDirs removes the scratch directories of runs that are gone: a
+// SIGKILLed run cannot remove its own.
+func sweepWorkDirs() {
+	for _, kind := range []string{"run-", "mutants-"} {
+		for _, d := range cluster.SweepWorkDirs(workDirPrefix + kind) {
+			logf("removed %s, left by a run that is gone", d)
+		}
+	}
 }
 
 func checksCmd(args []string) error {

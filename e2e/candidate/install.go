@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,10 +25,15 @@ import (
 // FieldManager is the server-side apply manager gpupool applies as.
 const FieldManager = "gpupool"
 
-// Applier server-side applies objects, resolving kinds through discovery.
+// Applier applies objects, resolving kinds through discovery.
 type Applier struct {
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
+	// ServerSide applies each manifest as written, as
+	// 'kubectl apply --server-side' does. Otherwise null fields are pruned
+	// first, as 'kubectl apply' does by default: a bare 'plugin:' in a
+	// manifest is no field at all, not a null the schema refuses.
+	ServerSide bool
 }
 
 // NewApplier builds an Applier for the cluster.
@@ -76,7 +83,11 @@ func (a *Applier) Apply(ctx context.Context, o Object) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	data, err := json.Marshal(o.Object)
+	obj, nulls := o.Object, NullFields(o.Object)
+	if !a.ServerSide {
+		obj = pruneNulls(obj)
+	}
+	data, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
@@ -93,9 +104,63 @@ func (a *Applier) Apply(ctx context.Context, o Object) (string, error) {
 	if err != nil {
 		var se *apierrors.StatusError
 		if errors.As(err, &se) {
-			return "", fmt.Errorf("apiserver refused it: %s", se.ErrStatus.Message)
+			msg := fmt.Sprintf("apiserver refused it: %s", se.ErrStatus.Message)
+			if a.ServerSide && len(nulls) > 0 {
+				// The two modes disagree about this manifest: say so.
+				msg += fmt.Sprintf(" (server-side apply keeps its null fields %s; 'kubectl apply' without --server-side, gpupool's default, prunes them)", strings.Join(nulls, ", "))
+			}
+			return "", errors.New(msg)
 		}
 		return "", err
 	}
 	return got.GetResourceVersion(), nil
+}
+
+// NullFields lists the paths of the null fields in a manifest, sorted.
+func NullFields(obj map[string]any) []string {
+	var out []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch t := v.(type) {
+		case nil:
+			out = append(out, path)
+		case map[string]any:
+			for k, e := range t {
+				walk(e, strings.TrimPrefix(path+"."+k, "."))
+			}
+		case []any:
+			for i, e := range t {
+				walk(e, fmt.Sprintf("%s[%d]", path, i))
+			}
+		}
+	}
+	walk(obj, "")
+	sort.Strings(out)
+	return out
+}
+
+// pruneNulls returns a copy of obj without its null map entries, as
+// kubectl's client-side apply sends it.
+func pruneNulls(obj map[string]any) map[string]any {
+	var prune func(v any) any
+	prune = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(t))
+			for k, e := range t {
+				if e != nil {
+					out[k] = prune(e)
+				}
+			}
+			return out
+		case []any:
+			out := make([]any, len(t))
+			for i, e := range t {
+				out[i] = prune(e)
+			}
+			return out
+		}
+		return v
+	}
+	return prune(obj).(map[string]any)
 }

@@ -31,6 +31,10 @@ type Plan struct {
 	// it validated them. In the cluster the fakegpu controller reads the
 	// same objects from the apiserver.
 	Stack *fakegpu.Stack
+	// ServerSideApply installs the candidate as 'kubectl apply
+	// --server-side' would, null fields kept; by default they are pruned,
+	// as 'kubectl apply' does.
+	ServerSideApply bool
 }
 
 // Prepare loads and checks the candidate and fleet. fleetPath may be empty:
@@ -67,6 +71,9 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	stack, err := fakegpu.StackFromObjects(cand.Unstructured(), defaultMIG)
 	if err != nil {
 		return nil, fmt.Errorf("candidate %s: %w", cand.Dir, err)
+	}
+	if err := checkFitsMachine(fl, memTotal()); err != nil {
+		return nil, err
 	}
 	// Build every node now: a pool that cannot be built fails here, not
 	// halfway through creating the fleet.

@@ -178,6 +178,7 @@ func (r *Run) Provision(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	applier.ServerSide = r.ServerSideApply
 	start := time.Now()
 	if err := r.installUpstreamCRDs(ctx, applier); err != nil {
 		return err

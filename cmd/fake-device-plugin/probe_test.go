@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPrintEnvSaysUnsetForAMissingVariable(t *testing.T) {
+	env := map[string]string{"NVIDIA_VISIBLE_DEVICES": "GPU-a,GPU-b"}
+	var b strings.Builder
+	printEnv(&b, []string{"NVIDIA_VISIBLE_DEVICES", "CUDA_MPS_PIPE_DIRECTORY"}, func(n string) (string, bool) {
+		v, ok := env[n]
+		return v, ok
+	})
+	if got, want := b.String(), "NVIDIA_VISIBLE_DEVICES=GPU-a,GPU-b\nCUDA_MPS_PIPE_DIRECTORY=<unset>\n"; got != want {
+		t.Errorf("printEnv wrote %q, want %q", got, want)
+	}
+}
+
+// An init container runs probe-once: it must exit, or the pod's app
+// containers never start.
+func TestProbeOnceReturns(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		probe(nil, true)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("probe-once did not return: an init container running it would never finish")
+	}
+}

@@ -1,0 +1,442 @@
+// Package differential keeps the simulated kubelet honest. A corpus of pod
+// shapes (manifests/differential, one per file) is run twice: on a node
+// with a real kubelet, which admits pods through the device-plugin API,
+// and on a KWOK node of the same pool, which the simulated kubelet
+// (fakegpu) judges. The pod's phase, reason, message and the number of
+// distinct devices it holds must agree.
+//
+// This package is the pure part: the corpus, the pod each side runs, what
+// counts as the outcome and the comparison. suites/kubelet runs it.
+package differential
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/workload"
+)
+
+// DefaultCorpus is where the shapes live, relative to the repository root.
+const DefaultCorpus = "manifests/differential"
+
+// Fields of a shape's Pod that the harness reads or fills.
+const (
+	// PoolResource is a placeholder limit: the resource the shape's pool is
+	// designed for (nvidia.com/gpu.shared on a renamed time-sliced pool,
+	// nvidia.com/gpu on an exclusive one), filled in for each side.
+	PoolResource = "gpupool.dev/pool-resource"
+	// AnnotationPool names the sharing mode of the pool the shape runs on
+	// (exclusive, time-slicing, mps, mig): the fleet's first pool of it.
+	AnnotationPool = "differential.gpupool.dev/pool"
+	// LabelShape marks both pods of a shape, so they are deleted together.
+	LabelShape = "gpupool.dev/differential-shape"
+	// DefaultRuntimeClass is what a shape that names none runs under: the
+	// contract's.
+	DefaultRuntimeClass = "nvidia"
+)
+
+// Probe modes of the fake device plugin's image (cmd/fake-device-plugin):
+// each container prints the variable the device plugin set; an init
+// container must exit for the pod to go on, the others keep running.
+const (
+	ProbeMode     = "probe"
+	ProbeOnceMode = "probe-once"
+)
+
+// Sides of a shape.
+const (
+	SideReal = "real"
+	SideSim  = "sim"
+)
+
+// Shape is one pod shape of the corpus.
+type Shape struct {
+	// Name is the file's base name without .yaml (also the pods' prefix).
+	Name string
+	File string
+	// Probes is what the shape probes: the comment the file opens with.
+	Probes string
+	// Mode is the sharing mode of the pool it runs on.
+	Mode string
+	// RuntimeClasses are created before the shape runs and removed after.
+	RuntimeClasses []*nodev1.RuntimeClass
+	// Pod is the template: the shape's containers and limits, with
+	// PoolResource where the pool's resource goes.
+	Pod *corev1.Pod
+}
+
+// modes a shape's pool may have.
+var modes = []string{fleet.ModeExclusive, fleet.ModeTimeSlicing, fleet.ModeMPS, fleet.ModeMIG}
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// Load reads every *.yaml file of dir as a shape: documents of kind
+// RuntimeClass, then one Pod. Shapes come back in file order, grouped by
+// pool mode (in the order the modes first appear), so a run moves the
+// real node between pools as rarely as it can.
+func Load(dir string) ([]Shape, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no pod shapes (*.yaml) in %s", dir)
+	}
+	sort.Strings(files)
+	var out []Shape
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		s, err := Parse(filepath.Base(f), data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		s.File = f
+		out = append(out, s)
+	}
+	first := map[string]int{}
+	for i, s := range out {
+		if _, ok := first[s.Mode]; !ok {
+			first[s.Mode] = i
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return first[out[i].Mode] < first[out[j].Mode] })
+	return out, nil
+}
+
+// Parse reads one shape file (name is its base name).
+func Parse(name string, data []byte) (Shape, error) {
+	s := Shape{Name: strings.TrimSuffix(name, ".yaml"), Probes: leadingComment(data)}
+	if !dnsLabel.MatchString(s.Name) || len(s.Name) > 50 {
+		return s, fmt.Errorf("shape name %q (the file name) must be a DNS label of at most 50 characters: its pods are named after it", s.Name)
+	}
+	if s.Probes == "" {
+		return s, errors.New("the file must open with a comment saying what the shape probes")
+	}
+	docs, err := splitYAML(data)
+	if err != nil {
+		return s, err
+	}
+	for i, d := range docs {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(d, &meta); err != nil {
+			return s, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		switch {
+		case meta.Kind == "RuntimeClass" && meta.APIVersion == "node.k8s.io/v1":
+			rc := &nodev1.RuntimeClass{}
+			if err := yaml.UnmarshalStrict(d, rc); err != nil {
+				return s, fmt.Errorf("document %d: %w", i+1, err)
+			}
+			s.RuntimeClasses = append(s.RuntimeClasses, rc)
+		case meta.Kind == "Pod" && meta.APIVersion == "v1":
+			if s.Pod != nil {
+				return s, fmt.Errorf("document %d: a second Pod; a shape is one pod", i+1)
+			}
+			s.Pod = &corev1.Pod{}
+			if err := yaml.UnmarshalStrict(d, s.Pod); err != nil {
+				return s, fmt.Errorf("document %d: %w", i+1, err)
+			}
+		default:
+			return s, fmt.Errorf("document %d: %s %s: a shape holds RuntimeClasses and one Pod", i+1, meta.APIVersion, meta.Kind)
+		}
+	}
+	if s.Pod == nil {
+		return s, errors.New("no Pod")
+	}
+	if s.Pod.Name != "" && s.Pod.Name != s.Name {
+		return s, fmt.Errorf("metadata.name %q: a shape is named by its file (%s); leave it out or say the same", s.Pod.Name, s.Name)
+	}
+	s.Mode = s.Pod.Annotations[AnnotationPool]
+	if !slices.Contains(modes, s.Mode) {
+		return s, fmt.Errorf("metadata.annotations[%s] = %q: want the sharing mode of the pool the shape runs on (%s)", AnnotationPool, s.Mode, strings.Join(modes, ", "))
+	}
+	if len(s.Pod.Spec.Containers) == 0 {
+		return s, errors.New("the Pod has no containers")
+	}
+	if !holdsResource(s.Pod) {
+		return s, fmt.Errorf("no container limits %s or an nvidia.com/ resource: a shape is a GPU pod", PoolResource)
+	}
+	if len(s.Pod.Spec.NodeSelector) > 0 || s.Pod.Spec.NodeName != "" || s.Pod.Spec.Affinity != nil || len(s.Pod.Spec.Tolerations) > 0 {
+		return s, errors.New("placement (nodeSelector, nodeName, affinity, tolerations) is the harness's: it pins each side to its node")
+	}
+	return s, nil
+}
+
+// leadingComment is the comment block a file opens with, as one line.
+func leadingComment(data []byte) string {
+	var words []string
+	for _, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if !strings.HasPrefix(t, "#") {
+			break
+		}
+		if w := strings.TrimSpace(strings.TrimPrefix(t, "#")); w != "" {
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+func splitYAML(data []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	var docs [][]byte
+	for {
+		d, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(stripComments(d))) > 0 {
+			docs = append(docs, d)
+		}
+	}
+}
+
+func stripComments(d []byte) []byte {
+	var out []byte
+	for _, line := range bytes.Split(d, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	return out
+}
+
+func holdsResource(p *corev1.Pod) bool {
+	for _, c := range allContainers(p) {
+		for name := range c.Resources.Limits {
+			if string(name) == PoolResource || strings.HasPrefix(string(name), "nvidia.com/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func allContainers(p *corev1.Pod) []corev1.Container {
+	return append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...)
+}
+
+// Target is where one side of a shape runs.
+type Target struct {
+	Side  string // SideReal or SideSim
+	Check string // the check id, labelled on the pod for cleanup
+	// Namespace is used when the shape names none.
+	Namespace string
+	Pool      fleet.Pool
+	Domain    *fleet.TrustDomain
+	// Node is the node the pod is pinned to (kubernetes.io/hostname).
+	Node string
+	// Resource replaces PoolResource.
+	Resource string
+	// Image runs every container (the fake device plugin's, in probe mode).
+	Image string
+	// Variable is what each container prints (NVIDIA_VISIBLE_DEVICES).
+	Variable string
+}
+
+// PodFor is the shape's pod for one side: named <shape>-<side>, in the
+// shape's namespace or the target's, aimed at the pool as its tenants are
+// told to (selector, tolerations, trust domain) and pinned to the node,
+// under RuntimeClass nvidia unless the shape names another, with the
+// check pods' identity and Pod Security settings where the shape sets
+// none, and each container running the probe: "probe-once" for an init
+// container that must finish, "probe" for the others.
+func (s Shape) PodFor(t Target) *corev1.Pod {
+	pod := s.Pod.DeepCopy()
+	base := workload.New(t.Check, t.Namespace, s.Name+"-"+t.Side).Pod
+	pod.APIVersion, pod.Kind = "", ""
+	pod.Name = base.Name
+	if pod.Namespace == "" {
+		pod.Namespace = t.Namespace
+	}
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	for k, v := range base.Labels {
+		pod.Labels[k] = v
+	}
+	pod.Labels[LabelShape] = s.Name
+	if pod.Spec.ServiceAccountName == "" {
+		pod.Spec.ServiceAccountName = base.Spec.ServiceAccountName
+	}
+	if pod.Spec.TerminationGracePeriodSeconds == nil {
+		pod.Spec.TerminationGracePeriodSeconds = base.Spec.TerminationGracePeriodSeconds
+	}
+	if pod.Spec.SecurityContext == nil {
+		pod.Spec.SecurityContext = base.Spec.SecurityContext.DeepCopy()
+	}
+	if pod.Spec.RuntimeClassName == nil {
+		rc := DefaultRuntimeClass
+		pod.Spec.RuntimeClassName = &rc
+	}
+	fill := func(c *corev1.Container, once bool) {
+		if c.SecurityContext == nil {
+			c.SecurityContext = base.Spec.Containers[0].SecurityContext.DeepCopy()
+		}
+		if c.Image == "" {
+			c.Image = t.Image
+		}
+		if len(c.Command) == 0 && len(c.Args) == 0 {
+			mode := ProbeMode
+			if once {
+				mode = ProbeOnceMode
+			}
+			c.Args = []string{mode, t.Variable}
+		}
+		for name, q := range c.Resources.Limits {
+			if string(name) == PoolResource {
+				delete(c.Resources.Limits, name)
+				c.Resources.Limits[corev1.ResourceName(t.Resource)] = q
+			}
+		}
+		for name, q := range c.Resources.Requests {
+			if string(name) == PoolResource {
+				delete(c.Resources.Requests, name)
+				c.Resources.Requests[corev1.ResourceName(t.Resource)] = q
+			}
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		fill(c, !restartable(c))
+	}
+	for i := range pod.Spec.Containers {
+		fill(&pod.Spec.Containers[i], false)
+	}
+	return workload.Pod{Pod: pod}.ForPool(t.Pool, t.Domain).
+		NodeSelector(map[string]string{corev1.LabelHostname: t.Node}).Pod
+}
+
+func restartable(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// Outcome is what a kubelet did with a shape's pod.
+type Outcome struct {
+	Phase   corev1.PodPhase
+	Reason  string
+	Message string
+	// Devices is the number of distinct device IDs the pod's containers
+	// were given.
+	Devices int
+	// Containers says what each container is doing. It is reported, never
+	// compared: whether a container sees its GPU is the NVIDIA runtime's
+	// part, which a kind node does not have (its nvidia handler is runc).
+	Containers string
+}
+
+func (o Outcome) String() string {
+	reason, msg := o.Reason, o.Message
+	if reason == "" {
+		reason = "none"
+	}
+	if msg == "" {
+		msg = "none"
+	} else {
+		msg = fmt.Sprintf("%q", msg)
+	}
+	s := fmt.Sprintf("phase %s, reason %s, message %s, %d distinct devices", o.Phase, reason, msg, o.Devices)
+	if o.Containers != "" {
+		s += " (" + o.Containers + ")"
+	}
+	return s
+}
+
+// Observe is the outcome of pod, given the device IDs its containers saw.
+func Observe(p *corev1.Pod, devices []string) Outcome {
+	o := Outcome{Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message, Devices: Distinct(devices)}
+	var parts []string
+	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+		for _, c := range list {
+			switch {
+			case c.State.Waiting != nil:
+				parts = append(parts, fmt.Sprintf("%s waiting: %s", c.Name, c.State.Waiting.Reason))
+			case c.State.Terminated != nil:
+				parts = append(parts, fmt.Sprintf("%s terminated: %s", c.Name, c.State.Terminated.Reason))
+			case c.State.Running != nil:
+				parts = append(parts, c.Name+" running")
+			}
+		}
+	}
+	o.Containers = strings.Join(parts, "; ")
+	return o
+}
+
+// Distinct counts the distinct non-empty IDs.
+func Distinct(ids []string) int {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			seen[id] = true
+		}
+	}
+	return len(seen)
+}
+
+// ParseDevices reads what a probe container logged for variable: the
+// device IDs, none when the variable was unset or empty. ok is false while
+// the line is not in the log yet.
+func ParseDevices(log, variable string) (ids []string, ok bool) {
+	prefix := variable + "="
+	for _, line := range strings.Split(log, "\n") {
+		v, found := strings.CutPrefix(strings.TrimSpace(line), prefix)
+		if !found {
+			continue
+		}
+		if v == "" || v == "<unset>" {
+			return nil, true
+		}
+		return strings.Split(v, ","), true
+	}
+	return nil, false
+}
+
+// Compare judges the two outcomes of one shape: nil when phase, reason,
+// message and device count agree, else an error naming the shape, what
+// differs and both outcomes.
+func Compare(s Shape, real, sim Outcome) error {
+	var diff []string
+	if real.Phase != sim.Phase {
+		diff = append(diff, "phase")
+	}
+	if real.Reason != sim.Reason {
+		diff = append(diff, "reason")
+	}
+	if real.Message != sim.Message {
+		diff = append(diff, "message")
+	}
+	if real.Devices != sim.Devices {
+		diff = append(diff, "device count")
+	}
+	if len(diff) == 0 {
+		return nil
+	}
+	where := s.Name
+	if s.File != "" {
+		where += " (" + s.File + ")"
+	}
+	return fmt.Errorf("pod shape %s: the simulated kubelet disagrees with a real kubelet on %s\n  real kubelet:      %s\n  simulated kubelet: %s",
+		where, strings.Join(diff, ", "), real, sim)
+}
