@@ -97,6 +97,7 @@ test-suites: build
 ## The CLI end to end: the reference passes, broken candidates fail the
 ## checks they break, bad input stops before any cluster, nothing is left behind.
 test-e2e: build
+	bash hack/setup-chromium.sh
 	$(GO) test -count=1 -p 1 -tags e2e -timeout 30m ./cmd/gpupool/...
 
 ## Removes every cluster gpupool made, on every provider.

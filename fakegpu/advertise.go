@@ -124,6 +124,12 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 		return Advertisement{Resources: map[string]int64{}, Labels: labels, Err: err}
 	}
 
+	if err := MPSError(state.DevicePlugin, strategy, inv.SKU, anyMIGDevice(devices)); err != nil {
+		// The plugin (or the MPS daemon it waits for) refuses; GFD keeps
+		// labelling the node.
+		return Advertisement{Resources: map[string]int64{}, Labels: labels, Err: err}
+	}
+
 	resources := map[string]int64{}
 	perResource := map[string][]device{}
 	for _, d := range devices {
@@ -252,6 +258,16 @@ func checkMPSCapable(inv NodeInventory, sharing string, migState func(int) GPUSt
 		}
 	}
 	return nil
+}
+
+// anyMIGDevice reports whether the plugin serves a MIG device.
+func anyMIGDevice(devices []device) bool {
+	for _, d := range devices {
+		if d.profile != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // countDevices is the number of MIG devices on one GPU.

@@ -242,7 +242,6 @@ func TestAdvertiseResourceNames(t *testing.T) {
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategyMixed, dp: dpMPS3},
 			want:    map[string]int64{},
 			wantErr: []string{"using --mig-strategy=mixed is not supported with MPS"},
-			bug:     "the plugin's MPS flag checks (validateFlags) are not modelled in Advertise (outside #12 items 7-8)",
 		},
 		{
 			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing

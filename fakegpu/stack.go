@@ -74,33 +74,11 @@ func (s *Stack) advertise(labels map[string]string, inv NodeInventory, gpus []GP
 		// which reads the same key, with it: nothing advertised, no labels.
 		return Advertisement{Resources: map[string]int64{}, Labels: map[string]string{}, Err: err}
 	}
-	state := StackState{MIGStrategy: s.Policy.MIGStrategy, DevicePlugin: cfg, MIG: gpus}
-	res := Advertise(inv, state)
-	if res.Err == nil {
-		// The plugin (or the MPS daemon it waits for) refuses MPS where
-		// upstream does; GFD keeps labelling the node.
-		if err := MPSError(cfg, effectiveMIGStrategy(state), inv.SKU, anyMIGDevices(inv, state)); err != nil {
-			res.Resources, res.Err = map[string]int64{}, err
-		}
-	}
+	res := Advertise(inv, StackState{MIGStrategy: s.Policy.MIGStrategy, DevicePlugin: cfg, MIG: gpus})
 	if !s.Policy.GFDEnabled {
 		res.Labels = map[string]string{}
 	}
 	return res
-}
-
-// anyMIGDevices reports whether the plugin would serve MIG devices: a GPU in
-// MIG mode under a strategy other than none.
-func anyMIGDevices(inv NodeInventory, state StackState) bool {
-	if effectiveMIGStrategy(state) == MIGStrategyNone {
-		return false
-	}
-	for i := 0; i < inv.Count && i < len(state.MIG); i++ {
-		if state.MIG[i].MIGEnabled {
-			return true
-		}
-	}
-	return false
 }
 
 // unhealthy lists the device IDs the plugin on a node reports unhealthy

@@ -48,6 +48,10 @@ type Exploration struct {
 type Ref struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// Fingerprint identifies the input's content: sha256 over its
+	// manifests (candidate.Fingerprint), so a report names exactly what
+	// was checked.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // Totals counts check outcomes.

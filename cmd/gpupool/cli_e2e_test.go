@@ -169,6 +169,7 @@ func TestBrokenCandidateFailsExactlyItsChecks(t *testing.T) {
 					assert.Regexp(t, `expected .* but `, ch.Message, "check %s must say what was expected and what happened", ch.ID)
 				}
 			}
+			assertReportReadable(t, r.out, want[0])
 			assertNothingLeft(t, r.state, "")
 		})
 	}

@@ -23,6 +23,7 @@ Usage:
   gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
   gpupool scale  [flags]   put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk
   gpupool explain NS/POD   say why a pod is Pending, in the pool contract's terms
+  gpupool report RUN_DIR   write RUN_DIR/report.html from its summary.json (every run writes one)
   gpupool down             remove every cluster gpupool left on this machine
   gpupool checks           list the contract checks
 
@@ -56,6 +57,8 @@ func main() {
 		err = scaleCmd(ctx, args)
 	case "explain":
 		err = explainCmd(ctx, args)
+	case "report":
+		err = reportCmd(args)
 	case "checks":
 		err = checksCmd(args)
 	case "-h", "--help", "help":

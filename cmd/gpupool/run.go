@@ -191,7 +191,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	}
 	summary := &reports.Summary{
 		RunID: spec.id, StartedAt: started, Provider: provider.Kind(),
-		Candidate: reports.Ref{Name: plan.Candidate.Name, Path: plan.Candidate.Dir},
+		Candidate: reports.Ref{Name: plan.Candidate.Name, Path: plan.Candidate.Dir, Fingerprint: plan.Candidate.Fingerprint()},
 		Fleet:     reports.Ref{Name: plan.Fleet.Metadata.Name, Path: plan.Fleet.File},
 	}
 	r, err := harness.Up(ctx, plan, provider)
@@ -254,6 +254,9 @@ func finish(s *reports.Summary, res *reports.Results, out string, started time.T
 	s.Duration = time.Since(started).Seconds()
 	s.Finish()
 	if err := s.Write(out); err != nil {
+		return err
+	}
+	if err := s.WriteHTML(out); err != nil {
 		return err
 	}
 	return s.WriteJUnit(out)

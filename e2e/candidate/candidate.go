@@ -5,6 +5,9 @@ package candidate
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -349,4 +352,17 @@ func (c *Candidate) applyPatches(meta string) error {
 
 func identity(u *unstructured.Unstructured) string {
 	return u.GroupVersionKind().GroupKind().String() + "/" + qualifiedName(u)
+}
+
+// Fingerprint identifies what the candidate installs: sha256 over its
+// objects as they are applied (base, omissions and patches resolved), in
+// order. Where the files live does not change it; any field does.
+func (c *Candidate) Fingerprint() string {
+	h := sha256.New()
+	for _, o := range c.Objects {
+		b, _ := json.Marshal(o.Object) // map keys sorted: canonical
+		h.Write(b)
+		h.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
