@@ -26,6 +26,7 @@ Usage:
   gpupool report RUN_DIR   write RUN_DIR/report.html from its summary.json (every run writes one)
   gpupool down             remove every cluster gpupool left on this machine
   gpupool checks           list the contract checks
+  gpupool version          print gpupool's version and the version of every component it runs
 
 Run 'gpupool <command> -h' for the flags of a command.
 `
@@ -57,6 +58,8 @@ func main() {
 		err = scaleCmd(ctx, args)
 	case "explain":
 		err = explainCmd(ctx, args)
+	case "version", "--version":
+		err = versionCmd(args)
 	case "report":
 		err = reportCmd(args)
 	case "checks":

@@ -76,3 +76,7 @@ func moduleDir(mod, ver string) (string, error) {
 	}
 	return info.Dir, nil
 }
+
+// GPUOperatorVersion is the GPU Operator module version whose files a run
+// uses (its CRD, sample and default MIG config).
+func GPUOperatorVersion() string { return version(GPUOperatorModule, gpuOperatorVersion) }
