@@ -463,3 +463,25 @@ func TestScaleRunCatchesABrokenPool(t *testing.T) {
 	}
 	assertNothingLeft(t, r.state, "")
 }
+
+// gpupool certify writes the bundle a reviewer reads, and its JUnit imports
+// into a JUnit parser with one case per check.
+func TestCertifyWritesTheBundle(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bundle")
+	r := gpupool(t, "certify", "--out", out, "--vendor", "Acme", "--platform-version", "1.0")
+	require.Equal(t, 0, r.exit, "stderr:\n%s", r.stderr)
+	for _, f := range []string{"junit_01.xml", "e2e.log", "summary.json", "report.html", "PRODUCT.yaml", "ai-conformance.yaml", "candidate/FINGERPRINT"} {
+		_, err := os.Stat(filepath.Join(out, f))
+		assert.NoError(t, err, "bundle file %s", f)
+	}
+	s, err := reports.ReadSummary(out)
+	require.NoError(t, err)
+	fp, err := os.ReadFile(filepath.Join(out, "candidate", "FINGERPRINT"))
+	require.NoError(t, err)
+	assert.Equal(t, s.Candidate.Fingerprint, strings.TrimSpace(string(fp)))
+	product, err := os.ReadFile(filepath.Join(out, "PRODUCT.yaml"))
+	require.NoError(t, err)
+	assert.Contains(t, string(product), "vendorName: Acme")
+	assert.Contains(t, string(product), "id: secure_accelerator_access")
+	assertNothingLeft(t, r.state, "")
+}

@@ -21,6 +21,8 @@ Usage:
                            included: --explore-seed, --explore-budget), report, tear down
   gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
   gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
+  gpupool certify --out DIR [flags]  run the contract and write a certification bundle (junit_01.xml, e2e.log,
+                           PRODUCT.yaml, the AI Conformance mapping, the candidate's manifests and fingerprint)
   gpupool scale  [flags]   put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk
   gpupool explain NS/POD   say why a pod is Pending, in the pool contract's terms
   gpupool report RUN_DIR   write RUN_DIR/report.html from its summary.json (every run writes one)
@@ -60,6 +62,8 @@ func main() {
 		err = explainCmd(ctx, args)
 	case "version", "--version":
 		err = versionCmd(args)
+	case "certify":
+		err = certifyCmd(ctx, args)
 	case "report":
 		err = reportCmd(args)
 	case "checks":

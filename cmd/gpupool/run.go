@@ -91,44 +91,7 @@ func runCmd(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	budget, err := f.explore.settle()
-	if err != nil {
-		return err
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		return err
-	}
-	// 1. Everything that can be checked without a cluster.
-	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
-	if err != nil {
-		return err
-	}
-	plan.ServerSideApply = f.serverSide
-	for _, w := range plan.Stack.Warnings() {
-		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
-	}
-	runID := harness.NewRunName()
-	out := f.out
-	if out == "" {
-		out = filepath.Join(root, "reports", "out", runID)
-	}
-	sweepWorkDirs()
-	work, err := cluster.MakeWorkDir(workDirPrefix + "run-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	// 2. Build the suites before starting anything, so a compile error
-	// costs no cluster.
-	suites, err := buildSuites(ctx, root, f.suites, work)
-	if err != nil {
-		return err
-	}
-	if budget.Shapes > 0 {
-		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
-	}
-	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore})
+	s, _, out, err := runContract(ctx, f)
 	if err != nil {
 		return err
 	}
@@ -143,6 +106,51 @@ func runCmd(ctx context.Context, args []string) error {
 		return exitError{2} // setup failed: no suite ran
 	}
 	return exitError{1}
+}
+
+// runContract validates the inputs, builds the suites, runs them on a
+// cluster it brings up and removes, and writes the reports to the out
+// directory it returns.
+func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Plan, string, error) {
+	budget, err := f.explore.settle()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	root, err := harness.RepoRoot()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	// 1. Everything that can be checked without a cluster.
+	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	plan.ServerSideApply = f.serverSide
+	for _, w := range plan.Stack.Warnings() {
+		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
+	}
+	runID := harness.NewRunName()
+	out := f.out
+	if out == "" {
+		out = filepath.Join(root, "reports", "out", runID)
+	}
+	sweepWorkDirs()
+	work, err := cluster.MakeWorkDir(workDirPrefix + "run-")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	defer os.RemoveAll(work)
+	// 2. Build the suites before starting anything, so a compile error
+	// costs no cluster.
+	suites, err := buildSuites(ctx, root, f.suites, work)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if budget.Shapes > 0 {
+		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
+	}
+	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore})
+	return s, plan, out, err
 }
 
 // runSpec is one run: a validated plan, built suites, where reports go.

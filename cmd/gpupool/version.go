@@ -4,12 +4,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/debug"
 	"text/tabwriter"
-
-	"github.com/gpupool/gpupool/e2e/harness"
-	"github.com/gpupool/gpupool/e2e/upstream"
 )
 
 // versionCmd prints gpupool's own version and every component a run uses,
@@ -20,13 +16,10 @@ func versionCmd(args []string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "gpupool\t%s\n", ownVersion())
-	fmt.Fprintf(tw, "go\t%s\n", runtime.Version())
-	fmt.Fprintf(tw, "kubernetes\t%s\n", harness.KubeVersion)
-	fmt.Fprintf(tw, "etcd\t%s\n", harness.EtcdVersion)
-	fmt.Fprintf(tw, "kwok\t%s\n", harness.KwokVersion)
-	fmt.Fprintf(tw, "kind\t%s\n", harness.KindVersion)
-	fmt.Fprintf(tw, "gpu-operator (CRD, samples, default MIG config)\t%s\n", upstream.GPUOperatorVersion())
+	v := versions()
+	for _, k := range []string{"gpupool", "go", "kubernetes", "etcd", "kwok", "kind", "gpu-operator"} {
+		fmt.Fprintf(tw, "%s\t%s\n", k, v[k])
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			switch d.Path {

@@ -366,3 +366,24 @@ func (c *Candidate) Fingerprint() string {
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
+
+// WriteApplied writes the objects the candidate installs, as applied (base,
+// omissions and patches resolved), one YAML file each in order, and a
+// FINGERPRINT file: what a reviewer of a certification reads.
+func (c *Candidate) WriteApplied(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for i, o := range c.Objects {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.Where(), err)
+		}
+		name := fmt.Sprintf("%02d-%s-%s.yaml", i+1, strings.ToLower(o.GetKind()), o.GetName())
+		head := fmt.Sprintf("# from %s\n", o.Where())
+		if err := os.WriteFile(filepath.Join(dir, name), append([]byte(head), b...), 0o644); err != nil {
+			return err
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, "FINGERPRINT"), []byte(c.Fingerprint()+"\n"), 0o644)
+}

@@ -101,6 +101,11 @@ var upMu sync.Mutex
 func (e *Embedded) Up(ctx context.Context) (*Cluster, error) {
 	upMu.Lock()
 	defer upMu.Unlock()
+	unlock, err := lockUp(ctx, 10*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	e.env()
 	if err := e.SweepStale(ctx); err != nil {
 		return nil, err

@@ -206,7 +206,12 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 		after, err := reconcile(ctx, key)
 		switch {
 		case err != nil && ctx.Err() == nil:
-			c.opt.Log("fakegpu: %s: %v", key, err)
+			// A conflict is optimistic concurrency at work (kwok wrote the
+			// pod first): the retry reads the new version. Anything else is
+			// worth a line.
+			if !apierrors.IsConflict(err) {
+				c.opt.Log("fakegpu: %s: %v", key, err)
+			}
 			q.AddRateLimited(key)
 		case after > 0:
 			q.Forget(key)

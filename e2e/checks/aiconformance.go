@@ -1,0 +1,58 @@
+package checks
+
+// AIRequirement is a requirement of the CNCF Kubernetes AI Conformance
+// checklist (cncf/k8s-ai-conformance docs/AIConformance-1.37.yaml) that
+// gpupool's checks give evidence for. Id and level are the checklist's.
+type AIRequirement struct {
+	ID    string `json:"id"`
+	Level string `json:"level"`
+	// Checks give evidence for it: each passing shows part of it holds on
+	// the cluster checked.
+	Checks []string `json:"checks"`
+}
+
+// AIConformanceVersion is the checklist the mapping follows.
+const AIConformanceVersion = "v1.37"
+
+// AIRequirements maps the checklist's accelerator and security
+// requirements to the checks that give evidence for them. The rest of the
+// checklist (inference networking, gang scheduling, autoscaling, metrics,
+// operators, sandboxing) is outside the GPU pool contract.
+var AIRequirements = []AIRequirement{
+	{
+		ID: "secure_accelerator_access", Level: "MUST",
+		// Accelerators reach a container only through the resource
+		// framework and the NVIDIA runtime, and never across workloads.
+		Checks: []string{
+			"admission.requires-runtimeclass", "runtimeclass.exists-not-default", "runtimeclass.nvidia-runtime-gives-gpu",
+			"pool.sku-isolation", "admission.requires-sku-selector",
+			"sharing.exclusive-gpus-not-shared", "sharing.no-cross-trust-timeslice",
+			"security.tenant-pod-security-restricted", "security.privileged-only-in-gpu-operator",
+			"security.gpu-images-pinned", "security.gpu-pods-own-serviceaccount", "security.node-identity-unreachable-objects",
+			"kubelet.allocates-distinct-gpus",
+			"explore.gpu-pods-run-under-nvidia", "explore.gpu-pods-select-one-pool", "explore.no-cross-trust-timeslice",
+			"explore.gpu-images-pinned", "explore.gpu-pods-own-serviceaccount",
+		},
+	},
+	{
+		ID: "gpu_sharing", Level: "SHOULD",
+		// Time-slicing with its oversubscription rules, and MIG devices
+		// exposed as schedulable resources.
+		Checks: []string{
+			"pool.advertises-designed-resources", "pool.pending-on-wrong-resource",
+			"sharing.fail-requests-greater-than-one", "sharing.gpu-memory-bounded", "sharing.no-cross-trust-timeslice",
+			"mig.relabel-is-a-drain", "kubelet.rejects-shared-request-over-one",
+		},
+	},
+	{
+		ID: "driver_runtime_management", Level: "SHOULD",
+		// The Operator's device plugin, runtime and MIG manager are
+		// installed, advertise what the pools are designed for, and
+		// degrade as the contract says.
+		Checks: []string{
+			"pool.advertises-designed-resources", "runtimeclass.exists-not-default", "runtimeclass.nvidia-runtime-gives-gpu",
+			"mig.relabel-is-a-drain", "health.plugin-down-pods-pending", "health.xid-withdraws-the-gpu",
+			"pending.explained-by-contract", "kubelet.plugin-loss-withdraws-gpus", "kubelet.simulator-agrees",
+		},
+	},
+}
