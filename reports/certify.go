@@ -161,18 +161,7 @@ func (s *Summary) writeCertJUnit(path string, c Certification) error {
 	for _, ch := range s.Checks {
 		// One classname per rule: report tools key cases by classname and
 		// name, and some drop all but one case of a classname.
-		jc := junitCase{Name: ch.Rule, Classname: ch.ID, Time: secs(ch.Duration)}
-		switch ch.Result {
-		case "pass":
-		case "skip":
-			jc.Skipped = &junitMessage{Message: firstLine(ch.Message), Body: ch.Message}
-			suite.Skipped++
-		default:
-			jc.Failure = &junitMessage{Message: firstLine(ch.Message), Body: ch.Message}
-			suite.Failures++
-		}
-		suite.Tests++
-		suite.Cases = append(suite.Cases, jc)
+		suite.add(junitCase{Name: ch.Rule, Classname: ch.ID, Time: secs(ch.Duration)}, ch)
 	}
 	for i, e := range s.Errors {
 		suite.Cases = append(suite.Cases, junitCase{Name: e, Classname: fmt.Sprintf("gpupool.run-error-%d", i+1), Time: "0",

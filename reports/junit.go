@@ -66,18 +66,7 @@ func (s *Summary) WriteJUnit(dir string) error {
 			byArea[c.Area] = js
 			order = append(order, c.Area)
 		}
-		jc := junitCase{Name: c.ID, Classname: "gpupool." + c.Area, Time: secs(c.Duration), SystemOut: "rule: " + c.Rule}
-		switch c.Result {
-		case "pass":
-		case "skip":
-			jc.Skipped = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
-			js.Skipped++
-		default:
-			jc.Failure = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
-			js.Failures++
-		}
-		js.Tests++
-		js.Cases = append(js.Cases, jc)
+		js.add(junitCase{Name: c.ID, Classname: "gpupool." + c.Area, Time: secs(c.Duration), SystemOut: "rule: " + c.Rule}, c)
 	}
 	for _, a := range order {
 		js := byArea[a]
@@ -108,6 +97,22 @@ func (s *Summary) WriteJUnit(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "junit.xml"), append([]byte(xml.Header), append(b, '\n')...), 0o644)
+}
+
+// add appends the case of check c, marked failed or skipped as c ended,
+// and counts it.
+func (js *junitSuite) add(jc junitCase, c CheckResult) {
+	switch c.Result {
+	case "pass":
+	case "skip":
+		jc.Skipped = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
+		js.Skipped++
+	default:
+		jc.Failure = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
+		js.Failures++
+	}
+	js.Tests++
+	js.Cases = append(js.Cases, jc)
 }
 
 func firstLine(s string) string {
