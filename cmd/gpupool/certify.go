@@ -1,10 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,14 +15,15 @@ import (
 	"github.com/gpupool/gpupool/reports"
 )
 
-// certifyCmd runs the contract and writes what a reviewer needs into one
+// certifyCommand runs the contract and writes what a reviewer needs into one
 // directory: the run's reports, junit_01.xml, e2e.log, the candidate's
 // manifests as applied with their fingerprint, PRODUCT.yaml and the
 // AI Conformance mapping.
-func certifyCmd(ctx context.Context, args []string) error {
+func certifyCommand() *cobra.Command {
+	c := &cobra.Command{Use: "certify", Short: "run the contract and write a certification bundle", Args: cobra.NoArgs}
+	fs := c.Flags()
 	var f runFlags
 	var p reports.Product
-	fs := flag.NewFlagSet("gpupool certify", flag.ContinueOnError)
 	f.register(fs)
 	fs.StringVar(&f.out, "out", "", "bundle directory (required; must not exist or be empty)")
 	f.suites = "./suites/..."
@@ -34,48 +34,49 @@ func certifyCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&p.WebsiteURL, "website", "", "PRODUCT.yaml websiteUrl")
 	fs.StringVar(&p.DocumentationURL, "docs", "", "PRODUCT.yaml documentationUrl")
 	fs.StringVar(&p.ContactEmail, "contact", "", "PRODUCT.yaml contactEmailAddress")
-	if err := fs.Parse(args); err != nil {
-		return err
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if f.out == "" {
+			return errors.New("gpupool certify: --out DIR is required")
+		}
+		out, err := filepath.Abs(f.out)
+		if err != nil {
+			return err
+		}
+		if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
+			return fmt.Errorf("gpupool certify: --out %s is not empty: a bundle holds one run", out)
+		}
+		f.out = out
+		s, plan, _, err := runContract(ctx, f)
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return exitError{130}
+		}
+		if p.PlatformName == "" {
+			p.PlatformName = plan.Candidate.Name
+		}
+		p.KubernetesVersion = minorOf(harness.KubeVersion)
+		cert := reports.Certification{Product: p, Versions: versions(), ChecklistVersion: checks.AIConformanceVersion}
+		for _, r := range checks.AIRequirements {
+			cert.Requirements = append(cert.Requirements, reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks})
+		}
+		if err := plan.Candidate.WriteApplied(filepath.Join(out, "candidate")); err != nil {
+			return err
+		}
+		if err := s.WriteCertification(out, cert); err != nil {
+			return err
+		}
+		s.PrintTable(os.Stdout)
+		fmt.Printf("certification bundle: %s (%s, %s, %s, %s, candidate/)\n", out,
+			reports.CertJUnitFile, reports.CertLogFile, reports.CertProductFile, reports.CertMappingFile)
+		if s.Result != "pass" {
+			return exitError{1}
+		}
+		return nil
 	}
-	if f.out == "" {
-		return errors.New("gpupool certify: --out DIR is required")
-	}
-	out, err := filepath.Abs(f.out)
-	if err != nil {
-		return err
-	}
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return fmt.Errorf("gpupool certify: --out %s is not empty: a bundle holds one run", out)
-	}
-	f.out = out
-	s, plan, _, err := runContract(ctx, f)
-	if err != nil {
-		return err
-	}
-	if ctx.Err() != nil {
-		return exitError{130}
-	}
-	if p.PlatformName == "" {
-		p.PlatformName = plan.Candidate.Name
-	}
-	p.KubernetesVersion = minorOf(harness.KubeVersion)
-	cert := reports.Certification{Product: p, Versions: versions(), ChecklistVersion: checks.AIConformanceVersion}
-	for _, r := range checks.AIRequirements {
-		cert.Requirements = append(cert.Requirements, reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks})
-	}
-	if err := plan.Candidate.WriteApplied(filepath.Join(out, "candidate")); err != nil {
-		return err
-	}
-	if err := s.WriteCertification(out, cert); err != nil {
-		return err
-	}
-	s.PrintTable(os.Stdout)
-	fmt.Printf("certification bundle: %s (%s, %s, %s, %s, candidate/)\n", out,
-		reports.CertJUnitFile, reports.CertLogFile, reports.CertProductFile, reports.CertMappingFile)
-	if s.Result != "pass" {
-		return exitError{1}
-	}
-	return nil
+	return c
 }
 
 // versions are gpupool's own and every component's, as 'gpupool version'

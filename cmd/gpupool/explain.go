@@ -1,9 +1,8 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"strings"
 
@@ -15,55 +14,52 @@ import (
 	"github.com/gpupool/gpupool/e2e/explain"
 )
 
-// explainCmd says why a pod is Pending in the pool contract's terms.
-func explainCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("gpupool explain", flag.ContinueOnError)
+// explainCommand says why a pod is Pending in the pool contract's terms.
+func explainCommand() *cobra.Command {
+	c := &cobra.Command{Use: "explain NAMESPACE/POD", Short: "say why a pod is Pending, in the pool contract's terms", Args: cobra.ExactArgs(1)}
+	fs := c.Flags()
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the cluster (default $KUBECONFIG; 'gpupool up' prints one)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: gpupool explain [--kubeconfig FILE] NAMESPACE/POD")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	ns, name, ok := strings.Cut(fs.Arg(0), "/")
-	if fs.NArg() != 1 || !ok || ns == "" || name == "" {
-		fs.Usage()
-		return exitError{2}
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if pod.Spec.NodeName != "" {
-		fmt.Printf("%s/%s is not Pending: it is bound to node %s (phase %s)\n", ns, name, pod.Spec.NodeName, pod.Status.Phase)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		ns, name, ok := strings.Cut(args[0], "/")
+		if !ok || ns == "" || name == "" {
+			return fmt.Errorf("want NAMESPACE/POD, got %q", args[0])
+		}
+		rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+		if err != nil {
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return err
+		}
+		pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if pod.Spec.NodeName != "" {
+			fmt.Printf("%s/%s is not Pending: it is bound to node %s (phase %s)\n", ns, name, pod.Spec.NodeName, pod.Status.Phase)
+			return nil
+		}
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		reason := explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items})
+		fmt.Printf("%s/%s is Pending\n  contract: %s\n  reason:   %s\n", ns, name, reason.Category, reason.Message)
+		for _, c := range pod.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Message != "" {
+				fmt.Printf("  scheduler: %s\n", c.Message)
+			}
+		}
+		if reason.Category == explain.Unexplained {
+			return exitError{1}
+		}
 		return nil
 	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	pods, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	reason := explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items})
-	fmt.Printf("%s/%s is Pending\n  contract: %s\n  reason:   %s\n", ns, name, reason.Category, reason.Message)
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Message != "" {
-			fmt.Printf("  scheduler: %s\n", c.Message)
-		}
-	}
-	if reason.Category == explain.Unexplained {
-		return exitError{1}
-	}
-	return nil
+	return c
 }

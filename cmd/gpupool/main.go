@@ -7,31 +7,35 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"os"
 	"os/signal"
 	"syscall"
 )
 
-const usage = `gpupool checks a Kubernetes GPU pool contract.
+// newRoot is the command tree, as kubectl, kind and kwokctl build theirs:
+// help per command ('gpupool run -h'), shell completion ('gpupool
+// completion bash'), flags with env-var defaults named in their help.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpupool",
+		Short: "gpupool checks a Kubernetes GPU pool contract",
+		Long: `gpupool checks a Kubernetes GPU pool contract: it brings up a cluster with
+simulated GPU node pools (KWOK) and a fake NVIDIA stack, installs a candidate
+(a team's policies and GPU Operator configs), runs the contract suites
+through the real apiserver and scheduler, and writes reports.
 
-Usage:
-  gpupool run    [flags]   bring up a cluster, install the candidate, run the suites (exploration
-                           included: --explore-seed, --explore-budget), report, tear down
-  gpupool up     [flags]   bring up a cluster with the fleet and candidate and keep it until Ctrl-C
-  gpupool mutants [flags]  run every broken candidate; pass only if each fails exactly the checks it lists
-  gpupool certify --out DIR [flags]  run the contract and write a certification bundle (junit_01.xml, e2e.log,
-                           PRODUCT.yaml, the AI Conformance mapping, the candidate's manifests and fingerprint)
-  gpupool scale  [flags]   put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk
-  gpupool explain NS/POD   say why a pod is Pending, in the pool contract's terms
-  gpupool report RUN_DIR   write RUN_DIR/report.html from its summary.json (every run writes one)
-  gpupool down             remove every cluster gpupool left on this machine
-  gpupool checks           list the contract checks
-  gpupool version          print gpupool's version and the version of every component it runs
-
-Run 'gpupool <command> -h' for the flags of a command.
-`
+Exit codes: 0 every check passed; 1 a check failed; 2 bad input or setup
+error; 130 interrupted.`,
+		SilenceUsage:  true, // a failed check is not a usage error
+		SilenceErrors: true, // main prints errors once, with the exit code they mean
+	}
+	root.AddCommand(runCommand(), upCommand(), downCommand(), mutantsCommand(), certifyCommand(),
+		scaleCommand(), explainCommand(), reportCommand(), checksCommand(), versionCommand())
+	return root
+}
 
 // exitError carries an exit code out of a command.
 type exitError struct{ code int }
@@ -39,47 +43,19 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "run":
-		err = runCmd(ctx, args)
-	case "up":
-		err = upCmd(ctx, args)
-	case "down":
-		err = downCmd(ctx, args)
-	case "mutants":
-		err = mutantsCmd(ctx, args)
-	case "scale":
-		err = scaleCmd(ctx, args)
-	case "explain":
-		err = explainCmd(ctx, args)
-	case "version", "--version":
-		err = versionCmd(args)
-	case "certify":
-		err = certifyCmd(ctx, args)
-	case "report":
-		err = reportCmd(args)
-	case "checks":
-		err = checksCmd(args)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "gpupool: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
+	root := newRoot()
+	if len(os.Args) == 2 && os.Args[1] == "--version" {
+		root.SetArgs([]string{"version"})
 	}
+	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee):
 		os.Exit(ee.code)
-	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, pflag.ErrHelp):
 		os.Exit(0)
 	default:
 		fmt.Fprintln(os.Stderr, "gpupool:", err)

@@ -2,8 +2,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"sort"
@@ -17,11 +17,12 @@ import (
 	"github.com/gpupool/gpupool/reports"
 )
 
-// mutantsCmd proves every check can fail: it runs the suites on each
+// mutantsCommand proves every check can fail: it runs the suites on each
 // broken candidate and requires exactly the checks the candidate's
 // spec.breaks lists to fail, and all others to pass.
-func mutantsCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("gpupool mutants", flag.ContinueOnError)
+func mutantsCommand() *cobra.Command {
+	c := &cobra.Command{Use: "mutants", Short: "run every broken candidate; pass only if each fails exactly the checks it lists", Args: cobra.NoArgs}
+	fs := c.Flags()
 	pattern := fs.String("candidates", "manifests/candidates/broken-*", "globs of broken candidate directories, comma-separated")
 	var provider string
 	registerProvider(fs, &provider)
@@ -30,135 +31,136 @@ func mutantsCmd(ctx context.Context, args []string) error {
 	parallel := fs.Int("parallel", 2, "how many broken candidates run at once, each on its own cluster")
 	var ex exploreFlags
 	ex.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if _, err := ex.settle(); err != nil {
-		return err
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		return err
-	}
-	var dirs []string
-	for _, glob := range strings.Split(*pattern, ",") {
-		if !filepath.IsAbs(glob) {
-			glob = filepath.Join(root, glob)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if _, err := ex.settle(); err != nil {
+			return err
 		}
-		matched, _ := filepath.Glob(glob)
-		dirs = append(dirs, matched...)
-	}
-	if len(dirs) == 0 {
-		return fmt.Errorf("no broken candidates match %s", *pattern)
-	}
-	id := harness.NewRunName()
-	out := *outFlag
-	if out == "" {
-		out = filepath.Join(root, "reports", "out", "mutants-"+strings.TrimPrefix(id, "gpupool-"))
-	}
-
-	// Validate every mutant before running any: a typo in spec.breaks is
-	// bad input, not a surviving mutant.
-	plans := make([]*harness.Plan, len(dirs))
-	for i, dir := range dirs {
-		plan, err := harness.Prepare("", dir)
+		root, err := harness.RepoRoot()
 		if err != nil {
 			return err
 		}
-		if len(plan.Candidate.Meta.Spec.Breaks) == 0 {
-			return fmt.Errorf("candidate %s: spec.breaks is empty: a broken candidate must name the checks it breaks", dir)
-		}
-		for _, c := range plan.Candidate.Meta.Spec.Breaks {
-			if _, ok := checks.Lookup(c); !ok {
-				return fmt.Errorf("candidate %s: spec.breaks names unknown check %q (see 'gpupool checks')", dir, c)
+		var dirs []string
+		for _, glob := range strings.Split(*pattern, ",") {
+			if !filepath.IsAbs(glob) {
+				glob = filepath.Join(root, glob)
 			}
+			matched, _ := filepath.Glob(glob)
+			dirs = append(dirs, matched...)
 		}
-		plans[i] = plan
-	}
-	sweepWorkDirs()
-	work, err := cluster.MakeWorkDir(workDirPrefix + "mutants-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(work)
-	suites, err := buildSuites(ctx, root, *suitesPattern, work)
-	if err != nil {
-		return err
-	}
+		if len(dirs) == 0 {
+			return fmt.Errorf("no broken candidates match %s", *pattern)
+		}
+		id := harness.NewRunName()
+		out := *outFlag
+		if out == "" {
+			out = filepath.Join(root, "reports", "out", "mutants-"+strings.TrimPrefix(id, "gpupool-"))
+		}
 
-	// Mutants run side by side, each on its own cluster: most of a run
-	// is waiting on the cluster, and the clusters are small.
-	verdicts := make([]verdict, len(plans))
-	sem := make(chan struct{}, max(1, *parallel))
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var firstErr error
-	for i, plan := range plans {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
-			}
-			v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), ex, *parallel > 1)
+		// Validate every mutant before running any: a typo in spec.breaks is
+		// bad input, not a surviving mutant.
+		plans := make([]*harness.Plan, len(dirs))
+		for i, dir := range dirs {
+			plan, err := harness.Prepare("", dir)
 			if err != nil {
-				errMu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				errMu.Unlock()
-				return
+				return err
 			}
-			verdicts[i] = v
-			logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	killed, killedFixed, notRun := 0, 0, 0
-	for _, v := range verdicts {
-		switch {
-		case v.result == "NOT RUN":
-			notRun++
-		case v.result == "KILLED":
-			killed++
+			if len(plan.Candidate.Meta.Spec.Breaks) == 0 {
+				return fmt.Errorf("candidate %s: spec.breaks is empty: a broken candidate must name the checks it breaks", dir)
+			}
+			for _, c := range plan.Candidate.Meta.Spec.Breaks {
+				if _, ok := checks.Lookup(c); !ok {
+					return fmt.Errorf("candidate %s: spec.breaks names unknown check %q (see 'gpupool checks')", dir, c)
+				}
+			}
+			plans[i] = plan
 		}
-		if v.fixedResult == "KILLED" {
-			killedFixed++
+		sweepWorkDirs()
+		work, err := cluster.MakeWorkDir(workDirPrefix + "mutants-")
+		if err != nil {
+			return err
 		}
-	}
+		defer os.RemoveAll(work)
+		suites, err := buildSuites(ctx, root, *suitesPattern, work)
+		if err != nil {
+			return err
+		}
 
-	fmt.Println()
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tWITHOUT EXPLORATION\tDETAIL")
-	for _, v := range verdicts {
-		fixed := v.fixedResult
-		if fixed == "" {
-			fixed = "-"
+		// Mutants run side by side, each on its own cluster: most of a run
+		// is waiting on the cluster, and the clusters are small.
+		verdicts := make([]verdict, len(plans))
+		sem := make(chan struct{}, max(1, *parallel))
+		var wg sync.WaitGroup
+		var errMu sync.Mutex
+		var firstErr error
+		for i, plan := range plans {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				if ctx.Err() != nil {
+					return
+				}
+				v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), ex, *parallel > 1)
+				if err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+				verdicts[i] = v
+				logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
+			}()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.name, v.result, fixed, v.detail)
+		wg.Wait()
+		if firstErr != nil {
+			return firstErr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		killed, killedFixed, notRun := 0, 0, 0
+		for _, v := range verdicts {
+			switch {
+			case v.result == "NOT RUN":
+				notRun++
+			case v.result == "KILLED":
+				killed++
+			}
+			if v.fixedResult == "KILLED" {
+				killedFixed++
+			}
+		}
+
+		fmt.Println()
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tWITHOUT EXPLORATION\tDETAIL")
+		for _, v := range verdicts {
+			fixed := v.fixedResult
+			if fixed == "" {
+				fixed = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.name, v.result, fixed, v.detail)
+		}
+		tw.Flush()
+		total := len(verdicts) - notRun
+		if total == 0 {
+			return fmt.Errorf("none of the candidates breaks a check the %s provider makes", harness.ProviderName(provider))
+		}
+		fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\n"+
+			"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d)\nreports: %s\n",
+			harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
+			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.seed, ex.seed, out)
+		writeMutantsSummary(out, killed, total)
+		if killed != total {
+			return exitError{1}
+		}
+		return nil
 	}
-	tw.Flush()
-	total := len(verdicts) - notRun
-	if total == 0 {
-		return fmt.Errorf("none of the candidates breaks a check the %s provider makes", harness.ProviderName(provider))
-	}
-	fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\n"+
-		"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d)\nreports: %s\n",
-		harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
-		killedFixed, total, 100*float64(killedFixed)/float64(total), ex.seed, ex.seed, out)
-	writeMutantsSummary(out, killed, total)
-	if killed != total {
-		return exitError{1}
-	}
-	return nil
+	return c
 }
 
 func writeMutantsSummary(out string, killed, total int) {

@@ -5,8 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"os/exec"
@@ -36,7 +37,7 @@ type exploreFlags struct {
 	budget string
 }
 
-func (e *exploreFlags) register(fs *flag.FlagSet) {
+func (e *exploreFlags) register(fs *pflag.FlagSet) {
 	seed, _ := strconv.ParseUint(os.Getenv("GPUPOOL_EXPLORE_SEED"), 10, 64)
 	fs.Uint64Var(&e.seed, "explore-seed", seed, "replay an exploration: the seed a run printed (default: a new one; env GPUPOOL_EXPLORE_SEED)")
 	fs.StringVar(&e.budget, "explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 turns it off (default 60/20s; env GPUPOOL_EXPLORE_BUDGET)")
@@ -69,43 +70,45 @@ func (e exploreFlags) args(reportDir string) []string {
 	return out
 }
 
-func (f *runFlags) register(fs *flag.FlagSet) {
+func (f *runFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default "+harness.DefaultCandidate+"; env CANDIDATE)")
 	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else "+harness.DefaultFleet+"; env FLEET)")
 	registerProvider(fs, &f.provider)
 	fs.BoolVar(&f.serverSide, "server-side", false, "install the candidate as 'kubectl apply --server-side' does, null fields kept (default: as 'kubectl apply' does, nulls pruned)")
 }
 
-func registerProvider(fs *flag.FlagSet, p *string) {
+func registerProvider(fs *pflag.FlagSet, p *string) {
 	fs.StringVar(p, "provider", os.Getenv("GPUPOOL_PROVIDER"), "cluster provider: "+strings.Join(harness.Providers, " or ")+" (default embedded; env GPUPOOL_PROVIDER)")
 }
 
-func runCmd(ctx context.Context, args []string) error {
+func runCommand() *cobra.Command {
+	c := &cobra.Command{Use: "run", Short: "bring up a cluster, install the candidate, run the suites, report, tear down", Args: cobra.NoArgs}
+	fs := c.Flags()
 	var f runFlags
-	fs := flag.NewFlagSet("gpupool run", flag.ContinueOnError)
 	f.register(fs)
 	fs.StringVar(&f.out, "out", "", "report directory (default reports/out/<run-id>)")
 	fs.StringVar(&f.suites, "suites", "./suites/...", "suite packages to run (go package pattern)")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the cluster running after the run (remove it with 'gpupool down')")
 	f.explore.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		s, _, out, err := runContract(ctx, f)
+		if err != nil {
+			return err
+		}
+		s.PrintTable(os.Stdout)
+		fmt.Printf("reports: %s\n", out)
+		switch {
+		case ctx.Err() != nil:
+			return exitError{130} // interrupted: the README's exit code for a signal
+		case s.Result == "pass":
+			return nil
+		case len(s.Checks) == 0:
+			return exitError{2} // setup failed: no suite ran
+		}
+		return exitError{1}
 	}
-	s, _, out, err := runContract(ctx, f)
-	if err != nil {
-		return err
-	}
-	s.PrintTable(os.Stdout)
-	fmt.Printf("reports: %s\n", out)
-	switch {
-	case ctx.Err() != nil:
-		return exitError{130} // interrupted: the README's exit code for a signal
-	case s.Result == "pass":
-		return nil
-	case len(s.Checks) == 0:
-		return exitError{2} // setup failed: no suite ran
-	}
-	return exitError{1}
+	return c
 }
 
 // runContract validates the inputs, builds the suites, runs them on a

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"html"
 	"os"
 	"path/filepath"
@@ -31,8 +31,9 @@ type scaleRun struct {
 	Error  string        `json:"error,omitempty"`
 }
 
-func scaleCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("gpupool scale", flag.ContinueOnError)
+func scaleCommand() *cobra.Command {
+	c := &cobra.Command{Use: "scale", Short: "put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk", Args: cobra.NoArgs}
+	fs := c.Flags()
 	fleets := fs.String("fleets", "manifests/fleets/scale-1k.yaml", "comma-separated fleet files, run one after another, each on a fresh cluster")
 	pods := fs.String("pods", "", "comma-separated sizes of the scheduler bursts, one per fleet (default: the workload's; fill phases size themselves)")
 	workloadPath := fs.String("workload", defaultWorkload, "workload file (gpupool.dev/v1alpha1 Workload)")
@@ -40,117 +41,118 @@ func scaleCmd(ctx context.Context, args []string) error {
 	out := fs.String("out", "", "report directory (default reports/out/scale-<run-id>)")
 	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if !goMemLimit.MatchString(*memLimit) {
-		return fmt.Errorf("--apiserver-memory-limit %q: want a Go GOMEMLIMIT such as 2600MiB or 3GiB, or off", *memLimit)
-	}
-	root, err := harness.RepoRoot()
-	if err != nil {
-		return err
-	}
-	fleetFiles := strings.Split(*fleets, ",")
-	var sizes []int
-	if *pods != "" {
-		for _, s := range strings.Split(*pods, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(s))
-			if err != nil || n < 1 {
-				return fmt.Errorf("-pods: want positive numbers, got %q", s)
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if !goMemLimit.MatchString(*memLimit) {
+			return fmt.Errorf("--apiserver-memory-limit %q: want a Go GOMEMLIMIT such as 2600MiB or 3GiB, or off", *memLimit)
+		}
+		root, err := harness.RepoRoot()
+		if err != nil {
+			return err
+		}
+		fleetFiles := strings.Split(*fleets, ",")
+		var sizes []int
+		if *pods != "" {
+			for _, s := range strings.Split(*pods, ",") {
+				n, err := strconv.Atoi(strings.TrimSpace(s))
+				if err != nil || n < 1 {
+					return fmt.Errorf("-pods: want positive numbers, got %q", s)
+				}
+				sizes = append(sizes, n)
 			}
-			sizes = append(sizes, n)
+			if len(sizes) != len(fleetFiles) {
+				return fmt.Errorf("-pods: %d sizes for %d fleets", len(sizes), len(fleetFiles))
+			}
 		}
-		if len(sizes) != len(fleetFiles) {
-			return fmt.Errorf("-pods: %d sizes for %d fleets", len(sizes), len(fleetFiles))
-		}
-	}
 
-	// Everything that can be checked without a cluster, for every fleet.
-	type job struct {
-		plan *harness.Plan
-		w    *scale.Workload
-	}
-	var jobs []job
-	for i, f := range fleetFiles {
-		plan, err := harness.Prepare(inRepo(root, strings.TrimSpace(f)), absOrEmpty(*candidateDir))
-		if err != nil {
-			return err
+		// Everything that can be checked without a cluster, for every fleet.
+		type job struct {
+			plan *harness.Plan
+			w    *scale.Workload
 		}
-		// Loaded per fleet: -pods changes each copy.
-		w, err := scale.LoadWorkload(inRepo(root, *workloadPath))
-		if err != nil {
-			return err
-		}
-		if err := w.CheckPools(poolInfos(plan)); err != nil {
-			return err
-		}
-		if sizes != nil {
-			for j := range w.Spec.Phases {
-				if ph := w.Spec.Phases[j]; ph.Kind() == scale.KindBurst && ph.LivePodsPerNode == 0 {
-					w.Spec.Phases[j].Pods = sizes[i]
+		var jobs []job
+		for i, f := range fleetFiles {
+			plan, err := harness.Prepare(inRepo(root, strings.TrimSpace(f)), absOrEmpty(*candidateDir))
+			if err != nil {
+				return err
+			}
+			// Loaded per fleet: -pods changes each copy.
+			w, err := scale.LoadWorkload(inRepo(root, *workloadPath))
+			if err != nil {
+				return err
+			}
+			if err := w.CheckPools(poolInfos(plan)); err != nil {
+				return err
+			}
+			if sizes != nil {
+				for j := range w.Spec.Phases {
+					if ph := w.Spec.Phases[j]; ph.Kind() == scale.KindBurst && ph.LivePodsPerNode == 0 {
+						w.Spec.Phases[j].Pods = sizes[i]
+					}
 				}
 			}
+			jobs = append(jobs, job{plan, w})
 		}
-		jobs = append(jobs, job{plan, w})
-	}
 
-	runID := harness.NewRunName()
-	dir := *out
-	if dir == "" {
-		dir = filepath.Join(root, "reports", "out", "scale-"+runID)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	var runs []scaleRun
-	failed := false
-	tuning := cluster.ScaleTuning()
-	tuning.APIServerMemoryLimit = *memLimit
-	profileDir := ""
-	if *profile {
-		tuning.Profiling, profileDir = true, dir
-	}
-	for i, j := range jobs {
-		label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
-		res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, tuning, profileDir)
-		run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
-		if err != nil {
-			run.Error = err.Error()
-			logf("%s: %v", label, err)
-			failed = true
+		runID := harness.NewRunName()
+		dir := *out
+		if dir == "" {
+			dir = filepath.Join(root, "reports", "out", "scale-"+runID)
 		}
-		runs = append(runs, run)
-		if ctx.Err() != nil {
-			break
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
 		}
-	}
-	figures := writeScaleReport(dir, runs)
-	printFigures(figures)
-	for _, r := range runs {
-		if r.Result == nil {
-			continue
+		var runs []scaleRun
+		failed := false
+		tuning := cluster.ScaleTuning()
+		tuning.APIServerMemoryLimit = *memLimit
+		profileDir := ""
+		if *profile {
+			tuning.Profiling, profileDir = true, dir
 		}
-		for _, ph := range r.Result.Phases {
-			if ph.Contract.Violations > 0 || ph.TimedOut != "" {
+		for i, j := range jobs {
+			label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
+			res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, tuning, profileDir)
+			run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
+			if err != nil {
+				run.Error = err.Error()
+				logf("%s: %v", label, err)
 				failed = true
-				fmt.Printf("\nCONTRACT %s, phase %s: %d violations %v\n", r.Label, ph.Name, ph.Contract.Violations, ph.Contract.ByRule)
-				for _, e := range ph.Contract.Examples {
-					fmt.Println("  " + e)
-				}
-				if ph.TimedOut != "" {
-					fmt.Println("  timed out: " + ph.TimedOut)
+			}
+			runs = append(runs, run)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		figures := writeScaleReport(dir, runs)
+		printFigures(figures)
+		for _, r := range runs {
+			if r.Result == nil {
+				continue
+			}
+			for _, ph := range r.Result.Phases {
+				if ph.Contract.Violations > 0 || ph.TimedOut != "" {
+					failed = true
+					fmt.Printf("\nCONTRACT %s, phase %s: %d violations %v\n", r.Label, ph.Name, ph.Contract.Violations, ph.Contract.ByRule)
+					for _, e := range ph.Contract.Examples {
+						fmt.Println("  " + e)
+					}
+					if ph.TimedOut != "" {
+						fmt.Println("  timed out: " + ph.TimedOut)
+					}
 				}
 			}
 		}
+		fmt.Printf("\nreports: %s\n", dir)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if failed {
+			return exitError{1}
+		}
+		return nil
 	}
-	fmt.Printf("\nreports: %s\n", dir)
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if failed {
-		return exitError{1}
-	}
-	return nil
+	return c
 }
 
 // inRepo resolves a relative path against the working directory, or the

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -14,69 +14,73 @@ import (
 	"github.com/gpupool/gpupool/e2e/harness"
 )
 
-func upCmd(ctx context.Context, args []string) error {
+func upCommand() *cobra.Command {
+	c := &cobra.Command{Use: "up", Short: "bring up a cluster with the fleet and candidate and keep it until Ctrl-C", Args: cobra.NoArgs}
+	fs := c.Flags()
 	var f runFlags
-	fs := flag.NewFlagSet("gpupool up", flag.ContinueOnError)
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
-	if err != nil {
-		return err
-	}
-	plan.ServerSideApply = f.serverSide
-	name := harness.NewRunName()
-	provider, err := harness.NewProvider(f.provider, name)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := provider.Down(dctx); err != nil {
-			logf("tearing down %s: %v", name, err)
-			return
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
+		if err != nil {
+			return err
 		}
-		logf("cluster %s removed", name)
-	}()
-	r, err := harness.Up(ctx, plan, provider)
-	if err != nil {
-		return err
+		plan.ServerSideApply = f.serverSide
+		name := harness.NewRunName()
+		provider, err := harness.NewProvider(f.provider, name)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := provider.Down(dctx); err != nil {
+				logf("tearing down %s: %v", name, err)
+				return
+			}
+			logf("cluster %s removed", name)
+		}()
+		r, err := harness.Up(ctx, plan, provider)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("cluster %s is up with fleet %s and candidate %s\n\n  export KUBECONFIG=%s\n\nCtrl-C removes it.\n",
+			name, plan.Fleet.Metadata.Name, plan.Candidate.Name, r.Cluster.Kubeconfig)
+		<-ctx.Done()
+		return nil
 	}
-	fmt.Printf("cluster %s is up with fleet %s and candidate %s\n\n  export KUBECONFIG=%s\n\nCtrl-C removes it.\n",
-		name, plan.Fleet.Metadata.Name, plan.Candidate.Name, r.Cluster.Kubeconfig)
-	<-ctx.Done()
-	return nil
+	return c
 }
 
-func downCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("gpupool down", flag.ContinueOnError)
+func downCommand() *cobra.Command {
+	c := &cobra.Command{Use: "down", Short: "remove every cluster and scratch directory gpupool left on this machine", Args: cobra.NoArgs}
+	fs := c.Flags()
 	var only string
 	registerProvider(fs, &only)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	// Every provider unless one is named: down means nothing of gpupool's is left.
-	kinds := harness.Providers
-	if only != "" {
-		kinds = []string{only}
-	}
-	var errs []error
-	for _, kind := range kinds {
-		provider, err := harness.NewProvider(kind, "down")
-		if err != nil {
-			if only != "" {
-				return err
-			}
-			continue // not set up on this machine: it made no clusters
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		// Every provider unless one is named: down means nothing of gpupool's is left.
+		kinds := harness.Providers
+		if only != "" {
+			kinds = []string{only}
 		}
-		n, err := provider.RemoveAll(ctx)
-		logf("removed %d %s clusters", n, kind)
-		errs = append(errs, err)
+		var errs []error
+		for _, kind := range kinds {
+			provider, err := harness.NewProvider(kind, "down")
+			if err != nil {
+				if only != "" {
+					return err
+				}
+				continue // not set up on this machine: it made no clusters
+			}
+			n, err := provider.RemoveAll(ctx)
+			logf("removed %d %s clusters", n, kind)
+			errs = append(errs, err)
+		}
+		sweepWorkDirs()
+		return errors.Join(errs...)
 	}
-	sweepWorkDirs()
-	return errors.Join(errs...)
+	return c
 }
 
 // workDirPrefix names the scratch directories of runs (built suites):
@@ -93,19 +97,19 @@ func sweepWorkDirs() {
 	}
 }
 
-func checksCmd(args []string) error {
-	fs := flag.NewFlagSet("gpupool checks", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AREA\tCHECK\tRULE")
-	for _, a := range checks.Areas {
-		for _, c := range checks.All() {
-			if c.Area == a.ID {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Title, c.ID, c.Rule)
+func checksCommand() *cobra.Command {
+	c := &cobra.Command{Use: "checks", Short: "list the contract checks, their areas and rules", Args: cobra.NoArgs}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "AREA\tCHECK\tRULE")
+		for _, a := range checks.Areas {
+			for _, c := range checks.All() {
+				if c.Area == a.ID {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Title, c.ID, c.Rule)
+				}
 			}
 		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+	return c
 }

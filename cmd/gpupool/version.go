@@ -1,34 +1,34 @@
 package main
 
 import (
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"os"
 	"runtime/debug"
 	"text/tabwriter"
 )
 
-// versionCmd prints gpupool's own version and every component a run uses,
+// versionCommand prints gpupool's own version and every component a run uses,
 // so a report, an issue or a certification names exactly what ran.
-func versionCmd(args []string) error {
-	fs := flag.NewFlagSet("gpupool version", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	v := versions()
-	for _, k := range []string{"gpupool", "go", "kubernetes", "etcd", "kwok", "kind", "gpu-operator"} {
-		fmt.Fprintf(tw, "%s\t%s\n", k, v[k])
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			switch d.Path {
-			case "k8s.io/client-go", "sigs.k8s.io/e2e-framework", "pgregory.net/rapid":
-				fmt.Fprintf(tw, "%s\t%s\n", d.Path, d.Version)
+func versionCommand() *cobra.Command {
+	c := &cobra.Command{Use: "version", Short: "print gpupool's version and the version of every component it runs", Args: cobra.NoArgs}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+		v := versions()
+		for _, k := range []string{"gpupool", "go", "kubernetes", "etcd", "kwok", "kind", "gpu-operator"} {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v[k])
+		}
+		if bi, ok := debug.ReadBuildInfo(); ok {
+			for _, d := range bi.Deps {
+				switch d.Path {
+				case "k8s.io/client-go", "sigs.k8s.io/e2e-framework", "pgregory.net/rapid":
+					fmt.Fprintf(tw, "%s\t%s\n", d.Path, d.Version)
+				}
 			}
 		}
+		return tw.Flush()
 	}
-	return tw.Flush()
+	return c
 }
 
 // ownVersion is the module version 'go install ...@version' stamps, or
