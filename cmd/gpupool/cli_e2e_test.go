@@ -485,3 +485,62 @@ func TestCertifyWritesTheBundle(t *testing.T) {
 	assert.Contains(t, string(product), "id: secure_accelerator_access")
 	assertNothingLeft(t, r.state, "")
 }
+
+// Runs stopped at every phase leave nothing once they, or the next
+// 'gpupool down', have swept: SIGINT ends the run itself with exit 130 and
+// its cluster, processes and scratch directory removed; SIGKILL leaves them
+// to 'gpupool down'. Each phase is named by the line the run prints when
+// it reaches it.
+func TestSignalsAtEveryPhase(t *testing.T) {
+	phases := []struct{ name, marker string }{
+		{"building the suites", "building "},
+		{"bringing the cluster up", "GPU Operator ClusterPolicy CRD installed"},
+		{"installing the candidate", "objects applied"},
+		{"creating the fleet", "admission policies enforced"},
+		{"running the suites", "PASS "},
+	}
+	for _, ph := range phases {
+		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+			t.Run(ph.name+"/"+sig.String(), func(t *testing.T) {
+				state, tmp := t.TempDir(), t.TempDir()
+				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
+				cmd := exec.Command(gpupoolBin, "run", "--suites", "./suites/pool", "--out", t.TempDir())
+				cmd.Dir, cmd.Env = repoRoot, env
+				stderr, err := cmd.StderrPipe()
+				require.NoError(t, err)
+				require.NoError(t, cmd.Start())
+				deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+				defer deadline.Stop()
+				sc := bufio.NewScanner(stderr)
+				reached := false
+				for sc.Scan() {
+					t.Log(sc.Text())
+					if strings.Contains(sc.Text(), ph.marker) {
+						reached = true
+						break
+					}
+				}
+				require.True(t, reached, "the run never printed %q", ph.marker)
+				require.NoError(t, cmd.Process.Signal(sig))
+				go func() {
+					for sc.Scan() {
+					}
+				}()
+				err = cmd.Wait()
+				var ee *exec.ExitError
+				require.True(t, errors.As(err, &ee), "the run must not succeed after %s, got %v", sig, err)
+				if sig == syscall.SIGINT {
+					assert.Equal(t, 130, ee.ExitCode(), "SIGINT %s", ph.name)
+				} else {
+					down := exec.Command(gpupoolBin, "down")
+					down.Dir, down.Env = repoRoot, env
+					out, err := down.CombinedOutput()
+					require.NoError(t, err, "%s", out)
+				}
+				assertNothingLeft(t, state, "")
+				left, _ := filepath.Glob(filepath.Join(tmp, "gpupool-run-*"))
+				assert.Empty(t, left, "scratch directories left after %s %s", sig, ph.name)
+			})
+		}
+	}
+}

@@ -16,13 +16,23 @@ import (
 // processes creating clusters at once (a run beside CI's mutants) picked
 // the same one, so a run talked to another run's apiserver ("certificate
 // signed by unknown authority"). Ports are the machine's, so the lock is
-// too: it lives in the temp dir, not in a state dir a test may set.
-var upLockFile = filepath.Join(os.TempDir(), "gpupool-cluster-up.lock")
+// too: it lives in the user's cache, not in a state or temp dir a test or
+// a run may set for itself.
+var upLockFile = func() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "gpupool", "cluster-up.lock")
+}()
 
 // lockUp takes the machine-wide creation lock, waiting for another process
 // to finish its creation; the returned func releases it. The kernel drops
 // the lock with a process that dies holding it.
 func lockUp(ctx context.Context, timeout time.Duration) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(upLockFile), 0o755); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(upLockFile, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, err
