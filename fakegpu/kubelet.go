@@ -28,6 +28,11 @@ const (
 // device plugin's Allocate gave it (what NVIDIA_VISIBLE_DEVICES would hold).
 const AnnotationVisibleDevices = "fakegpu.gpupool.dev/visible-devices"
 
+// AnnotationNoGPU on a pod says why its containers cannot use the devices
+// they were allocated (their runtime injects none; facts §6). It is
+// written with AnnotationVisibleDevices, in the same update.
+const AnnotationNoGPU = "fakegpu.gpupool.dev/no-gpu"
+
 // AnnotationAllocatedAt records when (unix ns) the devices were allocated:
 // the order in which pods arrived on the GPU, which decides who runs out
 // of memory first.

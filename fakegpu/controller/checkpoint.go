@@ -11,6 +11,10 @@ import (
 type allocation struct {
 	devices []string
 	at      int64
+	// noGPU says why the container cannot use the devices (its runtime
+	// injects none), "" when it can: written with the devices, so a reader
+	// never sees devices without the verdict on them.
+	noGPU string
 }
 
 // deviceCheckpoint is the simulated kubelet's memory of what it allocated,

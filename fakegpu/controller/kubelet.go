@@ -52,6 +52,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 				fakegpu.AnnotationVisibleDevices: strings.Join(j.record.devices, ","),
 				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(j.record.at, 10),
+				fakegpu.AnnotationNoGPU:          nilIfEmpty(j.record.noGPU),
 			}}}
 			b, _ := json.Marshal(patch)
 			if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}); err != nil {
@@ -126,6 +127,9 @@ func judgeNode(stack *fakegpu.Stack, node *corev1.Node, inv fakegpu.NodeInventor
 			a, ok := cp.get(p.UID)
 			if !ok {
 				a = allocation{devices: v.Devices, at: now + int64(i)}
+				if v.Outcome == fakegpu.OutcomeNoGPUVisible {
+					a.noGPU = v.Message
+				}
 				cp.put(p.UID, a)
 			}
 			if p.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
@@ -325,3 +329,11 @@ func setCondition(s *corev1.PodStatus, t corev1.PodConditionType, st corev1.Cond
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// nilIfEmpty is v for a merge patch, nil (delete) when empty.
+func nilIfEmpty(v string) any {
+	if v == "" {
+		return nil
+	}
+	return v
+}

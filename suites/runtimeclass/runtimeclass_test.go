@@ -37,11 +37,21 @@ func TestNVIDIARuntimeGivesGPU(t *testing.T) {
 				pods = append(pods, created)
 			}
 			for _, pod := range pods {
-				got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with GPU devices and stay up", 10*time.Second, func(p *corev1.Pod) (bool, string) {
+				// The simulated kubelet writes the devices and whether the
+				// container can use them in one update: devices without a
+				// no-GPU verdict are final.
+				got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with GPU devices it can use", 10*time.Second, func(p *corev1.Pod) (bool, string) {
+					if why := p.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
+						return false, "allocated devices it cannot use: " + why
+					}
 					return p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "" && !waiting(p), expect.Describe(p)
 				})
 				if err != nil {
 					t.Errorf("%v: %s", err, waitingMessage(got))
+					continue
+				}
+				if why := got.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
+					t.Errorf("expected pod %s to use its GPU, but %s", got.Name, why)
 				}
 			}
 			return ctx
