@@ -503,7 +503,8 @@ func TestSignalsAtEveryPhase(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 			t.Run(ph.name+"/"+sig.String(), func(t *testing.T) {
 				state, tmp := t.TempDir(), t.TempDir()
-				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
+				// The suite cache off: the first phase is a build to stop.
+				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp, "GPUPOOL_SUITE_CACHE=off")
 				cmd := exec.Command(gpupoolBin, "run", "--suites", "./suites/pool", "--out", t.TempDir())
 				cmd.Dir, cmd.Env = repoRoot, env
 				stderr, err := cmd.StderrPipe()

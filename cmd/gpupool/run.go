@@ -349,6 +349,16 @@ type suite struct {
 
 // buildSuites compiles each suite package's test binary into work.
 func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, error) {
+	key, keyErr := suiteKey(ctx, root, pattern)
+	if suiteCacheOff() {
+		keyErr = errors.New("suite cache off")
+	}
+	if keyErr == nil {
+		if cached := cachedSuites(key); cached != nil {
+			logf("suites: %d built from these sources before (cache %s)", len(cached), key)
+			return cached, nil
+		}
+	}
 	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{.Name}}\t{{len .TestGoFiles}}", pattern)
 	list.Dir = root
 	outb, err := list.Output()
@@ -375,7 +385,10 @@ func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, erro
 	if err := build.Run(); err != nil {
 		return nil, fmt.Errorf("building suites: %w", err)
 	}
-	return suites, nil
+	if keyErr != nil {
+		return suites, nil
+	}
+	return storeSuites(key, work, suites), nil
 }
 
 // runSuite runs one suite binary against the run's cluster (made by the
