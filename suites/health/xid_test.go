@@ -56,7 +56,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 		Assess("a pod asking every healthy GPU runs on the others; one asking one more stays Pending, explained by the unhealthy GPU", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
 			if node == "" {
-				t.Skip("no GPU was withdrawn")
+				t.Fatal("expected the previous step to withdraw a GPU, but it picked no node")
 			}
 			res, want, err := r.Intended(pool)
 			if err != nil {

@@ -79,9 +79,10 @@ type differentialRun struct {
 	cannotJoin map[string]error
 }
 
-// run runs one shape on both sides and compares the outcomes; it skips
-// the shape (t.Skip) when the candidate's admission refuses it or the
-// fleet has no pool of its mode.
+// run runs one shape on both sides and compares the outcomes. A shape the
+// candidate's admission refuses is an error, not a skip: the check's rule
+// is about every shape of the corpus, and a skip would hide from CI a
+// shape nothing compared (as checks that need a tenant fail without one).
 func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.Shape) error {
 	r := harness.From(ctx)
 	t.Logf("%s: %s", s.Name, s.Probes)
@@ -125,7 +126,7 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 			// Not a kubelet's verdict: the candidate stops the shape
 			// before any kubelet sees it, and is not weakened to let it by.
-			t.Skipf("pod shape %s not compared: the candidate's admission refuses it in namespace %s: %v", s.Name, realPod.Namespace, err)
+			return fmt.Errorf("pod shape %s could not be compared: the candidate's admission refuses it in namespace %s: %w", s.Name, realPod.Namespace, err)
 		}
 		return fmt.Errorf("creating pod %s/%s: %w", realPod.Namespace, realPod.Name, err)
 	}
