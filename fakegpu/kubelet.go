@@ -45,9 +45,6 @@ type GPUPod struct {
 	// allocates devices: init containers (sidecars among them) first,
 	// then app containers.
 	Containers []ContainerRequest
-	// Limits, when Containers is empty, are the pod's nvidia.com/ limits
-	// as one container.
-	Limits map[string]int64
 	// RuntimeHandler is the handler of the pod's RuntimeClass ("" for none).
 	RuntimeHandler string
 	// MemoryMiB is the GPU memory the pod declares it uses (0: undeclared).
@@ -65,13 +62,6 @@ type ContainerRequest struct {
 	// Always), which keeps its devices while the app containers run.
 	Init, Restartable bool
 	Limits            map[string]int64
-}
-
-func (p GPUPod) containers() []ContainerRequest {
-	if len(p.Containers) > 0 {
-		return p.Containers
-	}
-	return []ContainerRequest{{Name: "pod", Limits: p.Limits}}
 }
 
 // Verdict is what happens to one pod.
@@ -92,11 +82,6 @@ type KubeletNode struct {
 	// Unhealthy device IDs: the plugin reported them so, the kubelet
 	// allocates none of them.
 	Unhealthy map[string]bool
-}
-
-// Kubelet is KubeletOn for a node with every device healthy.
-func (s *Stack) Kubelet(node string, nodeLabels map[string]string, capacity map[string]int64, inv NodeInventory, pods []GPUPod) map[string]Verdict {
-	return s.KubeletOn(KubeletNode{Name: node, Labels: nodeLabels, Capacity: capacity, Inventory: inv}, pods)
 }
 
 // KubeletOn judges the GPU pods bound to one node, given in bind order, as
@@ -133,11 +118,11 @@ func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 	}
 	memory := map[string]int64{} // physical GPU -> MiB declared by its pods
 	for _, p := range pods {
-		if !anyGPU(p.containers()) {
+		if !anyGPU(p.Containers) {
 			continue
 		}
 		if cfg.FailsRequestsGreaterThanOne() {
-			if name, k := overOne(p.containers(), shared); name != "" {
+			if name, k := overOne(p.Containers, shared); name != "" {
 				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: AllocateFailedMessage(SharedRequestTooLarge(name, k))}
 				continue
 			}
@@ -145,7 +130,7 @@ func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 		devices := p.Devices
 		if len(devices) == 0 {
 			var err error
-			devices, err = allocatePod(n, p.containers(), shared, taken)
+			devices, err = allocatePod(n, p.Containers, shared, taken)
 			if err != nil {
 				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed: " + err.Error()}
 				continue
@@ -168,7 +153,7 @@ func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 func judgeMemory(v Verdict, p GPUPod, sku SKU, strategy string, shared map[string]int, memory map[string]int64) Verdict {
 	gpus := sharedGPUs(v.Devices)
 	if strategy == SharingMPS {
-		for _, c := range p.containers() {
+		for _, c := range p.Containers {
 			for name, k := range c.Limits {
 				if r := shared[name]; r > 1 && k > 0 {
 					limit, _ := MPSClientLimits(sku, r)

@@ -621,9 +621,9 @@ sharing:
 	inv := NodeInventory{SKU: mustSKU(t, "l4"), Count: 1}
 	capacity := map[string]int64{"nvidia.com/gpu.shared": 4}
 	pod := func(key string, n int64, handler string, mib int64) GPUPod {
-		return GPUPod{Key: key, Limits: map[string]int64{"nvidia.com/gpu.shared": n}, RuntimeHandler: handler, MemoryMiB: mib}
+		return GPUPod{Key: key, Containers: []ContainerRequest{{Name: "c", Limits: map[string]int64{"nvidia.com/gpu.shared": n}}}, RuntimeHandler: handler, MemoryMiB: mib}
 	}
-	got := s.Kubelet("n", nil, capacity, inv, []GPUPod{
+	got := s.KubeletOn(KubeletNode{Name: "n", Capacity: capacity, Inventory: inv}, []GPUPod{
 		pod("a", 1, "nvidia", 8000),
 		pod("two", 2, "nvidia", 0), // facts §2: DP@1b826acc internal/rm/rm.go ValidateRequest — maximum request size for shared resources is 1
 		pod("norc", 1, "", 0),      // no NVIDIA runtime: no GPU visible
@@ -665,9 +665,9 @@ func TestDeviceIDsAreWhatTheKubeletAllocates(t *testing.T) {
 	if len(ids) != 8 || !strings.HasSuffix(ids[0], "::0") || !strings.HasSuffix(ids[3], "::3") || gpu(ids[3]) != gpu(ids[0]) || gpu(ids[4]) == gpu(ids[0]) {
 		t.Fatalf("DeviceIDs = %v, want replicas ::0..::3 of one GPU, then of another", ids)
 	}
-	got := s.Kubelet("n", nil, capacity, inv, []GPUPod{
-		{Key: "a", Limits: map[string]int64{"nvidia.com/gpu.shared": 3}, RuntimeHandler: RuntimeHandler},
-		{Key: "b", Limits: map[string]int64{"nvidia.com/gpu.shared": 2}, RuntimeHandler: RuntimeHandler},
+	got := s.KubeletOn(KubeletNode{Name: "n", Capacity: capacity, Inventory: inv}, []GPUPod{
+		{Key: "a", Containers: []ContainerRequest{{Name: "c", Limits: map[string]int64{"nvidia.com/gpu.shared": 3}}}, RuntimeHandler: RuntimeHandler},
+		{Key: "b", Containers: []ContainerRequest{{Name: "c", Limits: map[string]int64{"nvidia.com/gpu.shared": 2}}}, RuntimeHandler: RuntimeHandler},
 	})
 	if !slices.Equal(got["a"].Devices, ids[:3]) || !slices.Equal(got["b"].Devices, ids[3:5]) {
 		t.Errorf("allocated a=%v b=%v, want %v and %v", got["a"].Devices, got["b"].Devices, ids[:3], ids[3:5])

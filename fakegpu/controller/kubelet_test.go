@@ -35,7 +35,7 @@ func TestAllocationsSurviveAStaleInformerView(t *testing.T) {
 		}
 	}
 	gpuPod := func(p *corev1.Pod) fakegpu.GPUPod {
-		gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Limits: map[string]int64{fakegpu.ResourceGPU: 1}, RuntimeHandler: fakegpu.RuntimeHandler}
+		gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Containers: []fakegpu.ContainerRequest{{Name: "c", Limits: map[string]int64{fakegpu.ResourceGPU: 1}}}, RuntimeHandler: fakegpu.RuntimeHandler}
 		if d := p.Annotations[fakegpu.AnnotationVisibleDevices]; d != "" {
 			gp.Devices = strings.Split(d, ",")
 		}
