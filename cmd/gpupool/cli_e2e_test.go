@@ -257,8 +257,12 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 	var ee *exec.ExitError
 	require.True(t, errors.As(err, &ee), "gpupool should exit non-zero after SIGINT, got %v", err)
 	assertNothingLeft(t, state, clusterName)
-	_, dialErr := net.DialTimeout("tcp", apiserver, time.Second)
-	assert.Error(t, dialErr, "the apiserver at %s still listens after the run ended", apiserver)
+	if conn, dialErr := net.DialTimeout("tcp", apiserver, time.Second); dialErr == nil {
+		// Name the listener: which process, and what it runs.
+		ss, _ := exec.Command("ss", "-ltnp", "sport = :"+apiserver[strings.LastIndexByte(apiserver, ':')+1:]).CombinedOutput()
+		t.Errorf("the apiserver at %s still listens after the run ended (local end %s):\n%s", apiserver, conn.LocalAddr(), ss)
+		conn.Close()
+	}
 	tmpLeft, _ := filepath.Glob(filepath.Join(cmd.Env[len(cmd.Env)-1][len("TMPDIR="):], "*"))
 	assert.Empty(t, tmpLeft, "temp files left behind")
 }

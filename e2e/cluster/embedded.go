@@ -190,6 +190,10 @@ func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Clust
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
+	// Remember the components now: kwokctl signals them and returns, and a
+	// killed process holds its listening ports until the kernel has
+	// finished its exit, so removal waits for that.
+	procs := ProcessesUnder(dir)
 	var errs []error
 	if p != nil {
 		errs = append(errs, p.Destroy(ctx))
@@ -202,6 +206,7 @@ func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Clust
 	// kwokctl stops processes by the pid files it wrote; if it was killed
 	// before writing one, or failed, make sure nothing of ours survives.
 	killClusterProcesses(dir)
+	errs = append(errs, waitExited(ctx, procs, 30*time.Second))
 	errs = append(errs, os.RemoveAll(dir))
 	errs = append(errs, removeTempKubeconfigs("kwok", name))
 	return errors.Join(errs...)
@@ -402,10 +407,62 @@ func killClusterProcesses(dir string) {
 	}
 }
 
+// exited reports whether a process has let go of its files: it is gone,
+// its pid now names another process, or it is a zombie with no thread
+// left. A multi-threaded process shows its leader as a zombie while the
+// other threads still exit, and they hold its listening sockets.
+func exited(p Process) bool {
+	st := ProcStat(p.PID)
+	if st == nil || (p.Start != 0 && processStart(p.PID) != p.Start) {
+		return true
+	}
+	if st[0] != "Z" && st[0] != "X" {
+		return false
+	}
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p.PID))
+	for _, t := range tasks {
+		tid, _ := strconv.Atoi(t.Name())
+		if tid == p.PID {
+			continue
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", p.PID, tid)); err == nil && len(b) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// waitExited polls until each process has exited (see exited), up to
+// timeout.
+func waitExited(ctx context.Context, procs []Process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var alive []string
+		for _, p := range procs {
+			if !exited(p) {
+				st := ProcStat(p.PID)
+				state := "?"
+				if len(st) > 0 {
+					state = st[0]
+				}
+				alive = append(alive, fmt.Sprintf("%s (pid %d, state %s)", p.Name, p.PID, state))
+			}
+		}
+		if len(alive) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("waited %s for the cluster's processes to exit; still running: %s", timeout, strings.Join(alive, ", "))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Process is a running process and the program it runs.
 type Process struct {
-	PID  int
-	Name string // base name of argv[0]
+	PID   int
+	Name  string // base name of argv[0]
+	Start int64  // start time in clock ticks since boot: tells a reused pid
 }
 
 // ProcessesUnder lists the processes whose command line points into dir.
@@ -421,7 +478,7 @@ func ProcessesUnder(dir string) []Process {
 		if err != nil {
 			continue
 		}
-		out = append(out, Process{PID: pid, Name: filepath.Base(strings.SplitN(string(b), "\x00", 2)[0])})
+		out = append(out, Process{PID: pid, Name: filepath.Base(strings.SplitN(string(b), "\x00", 2)[0]), Start: processStart(pid)})
 	}
 	return out
 }
