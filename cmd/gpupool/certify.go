@@ -26,7 +26,7 @@ func certifyCommand() *cobra.Command {
 	var p reports.Product
 	f.register(fs)
 	fs.StringVar(&f.out, "out", "", "bundle directory (required; must not exist or be empty)")
-	f.suites = "./suites/..."
+	f.suites = ""
 	f.explore.register(fs)
 	fs.StringVar(&p.VendorName, "vendor", "", "PRODUCT.yaml vendorName: the legal entity certifying")
 	fs.StringVar(&p.PlatformName, "platform", "", "PRODUCT.yaml platformName (default: the candidate's name)")

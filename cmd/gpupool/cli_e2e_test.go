@@ -26,7 +26,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -71,13 +73,20 @@ type result struct {
 // gpupool runs the command with its own state dir and report dir.
 func gpupool(t *testing.T, args ...string) result {
 	t.Helper()
-	r := result{out: t.TempDir(), state: t.TempDir()}
+	state := t.TempDir()
+	return invoke(t, gpupoolBin, repoRoot, append(os.Environ(), "GPUPOOL_STATE="+state), state, args...)
+}
+
+// invoke runs bin in dir with env (whose GPUPOOL_STATE is state); a run
+// writes its reports to a directory of its own.
+func invoke(t *testing.T, bin, dir string, env []string, state string, args ...string) result {
+	t.Helper()
+	r := result{out: t.TempDir(), state: state}
 	if args[0] == "run" {
 		args = append(args, "--out", r.out)
 	}
-	cmd := exec.Command(gpupoolBin, args...)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+r.state)
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -88,7 +97,7 @@ func gpupool(t *testing.T, args ...string) result {
 	} else {
 		require.NoError(t, err)
 	}
-	t.Logf("gpupool %s: exit %d\n%s", strings.Join(args, " "), r.exit, r.stdout)
+	t.Logf("gpupool %s: exit %d\n%s\n%s", strings.Join(args, " "), r.exit, r.stdout, r.stderr)
 	return r
 }
 
@@ -497,7 +506,7 @@ func TestCertifyWritesTheBundle(t *testing.T) {
 // it reaches it.
 func TestSignalsAtEveryPhase(t *testing.T) {
 	phases := []struct{ name, marker string }{
-		{"building the suites", "building "},
+		{"starting", "run gpupool-"},
 		{"bringing the cluster up", "GPU Operator ClusterPolicy CRD installed"},
 		{"installing the candidate", "objects applied"},
 		{"creating the fleet", "admission policies enforced"},
@@ -507,8 +516,7 @@ func TestSignalsAtEveryPhase(t *testing.T) {
 		for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
 			t.Run(ph.name+"/"+sig.String(), func(t *testing.T) {
 				state, tmp := t.TempDir(), t.TempDir()
-				// The suite cache off: the first phase is a build to stop.
-				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp, "GPUPOOL_SUITE_CACHE=off")
+				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
 				cmd := exec.Command(gpupoolBin, "run", "--suites", "./suites/pool", "--out", t.TempDir())
 				cmd.Dir, cmd.Env = repoRoot, env
 				stderr, err := cmd.StderrPipe()
@@ -543,9 +551,182 @@ func TestSignalsAtEveryPhase(t *testing.T) {
 					require.NoError(t, err, "%s", out)
 				}
 				assertNothingLeft(t, state, "")
-				left, _ := filepath.Glob(filepath.Join(tmp, "gpupool-run-*"))
-				assert.Empty(t, left, "scratch directories left after %s %s", sig, ph.name)
+				left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+				assert.Empty(t, left, "temp files left after %s %s", sig, ph.name)
 			})
 		}
 	}
+}
+
+// The binary 'go install' makes runs from any directory with no Go
+// toolchain on PATH: the suites are linked in, the manifests and upstream
+// files embedded. It checks the reference on a cluster of its own, then,
+// against a cluster 'gpupool up' made, checks that cluster as configured
+// (nothing installed) and installs a candidate there; neither leaves an
+// object behind in the cluster, also when interrupted.
+func TestInstalledBinaryChecksAnyCluster(t *testing.T) {
+	gobin := t.TempDir()
+	install := exec.Command("go", "install", "./cmd/gpupool")
+	install.Dir, install.Env = repoRoot, append(os.Environ(), "GOBIN="+gobin)
+	out, err := install.CombinedOutput()
+	require.NoError(t, err, "go install: %s", out)
+	bin := filepath.Join(gobin, "gpupool")
+
+	// PATH without the Go toolchain; a fresh working directory; the
+	// control plane from the cache as usual.
+	var path []string
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, "go")); err != nil {
+			path = append(path, d)
+		}
+	}
+	work, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "PATH="+strings.Join(path, string(os.PathListSeparator)), "GPUPOOL_STATE="+state, "TMPDIR="+tmp, "GPUPOOL_MANIFESTS=")
+	run := func(t *testing.T, args ...string) result {
+		t.Helper()
+		return invoke(t, bin, work, env, state, args...)
+	}
+
+	t.Run("run on a cluster of its own", func(t *testing.T) {
+		r := run(t, "run")
+		require.Equal(t, 0, r.exit)
+		s, err := reports.ReadSummary(r.out)
+		require.NoError(t, err)
+		assert.Equal(t, "pass", s.Result)
+		assert.Equal(t, "reference", s.Candidate.Name)
+		assert.NotContains(t, r.stderr, "go: ", "nothing calls go")
+	})
+
+	// A cluster 'gpupool up' made, as a platform's staging cluster.
+	up := exec.Command(bin, "up")
+	up.Dir, up.Env = work, env
+	upOut, err := up.StdoutPipe()
+	require.NoError(t, err)
+	up.Stderr = os.Stderr
+	require.NoError(t, up.Start())
+	stopped := false
+	stopUp := func() {
+		if !stopped {
+			stopped = true
+			_ = up.Process.Signal(syscall.SIGINT)
+			_ = up.Wait()
+		}
+	}
+	defer stopUp()
+	kubeconfig := ""
+	sc := bufio.NewScanner(upOut)
+	deadline := time.AfterFunc(3*time.Minute, func() { _ = up.Process.Kill() })
+	for sc.Scan() {
+		if _, kc, ok := strings.Cut(sc.Text(), "export KUBECONFIG="); ok {
+			kubeconfig = strings.TrimSpace(kc)
+			break
+		}
+	}
+	deadline.Stop()
+	require.NotEmpty(t, kubeconfig, "gpupool up never printed its kubeconfig")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	before := clusterObjects(t, kubeconfig)
+
+	t.Run("run --kubeconfig checks the cluster as configured", func(t *testing.T) {
+		r := run(t, "run", "--kubeconfig", kubeconfig)
+		require.Equal(t, 0, r.exit)
+		s, err := reports.ReadSummary(r.out)
+		require.NoError(t, err)
+		assert.Equal(t, "pass", s.Result)
+		assert.Equal(t, candidate.AsConfigured, s.Candidate.Name)
+		assert.Equal(t, "kubeconfig", s.Provider)
+		assert.Contains(t, r.stderr, "nothing installed")
+		for _, c := range s.Checks {
+			chk, _ := checks.Lookup(c.ID)
+			if chk.Disruptive {
+				assert.Equal(t, "skip", c.Result, "disruptive check %s runs only when asked", c.ID)
+			} else {
+				assert.Equal(t, "pass", c.Result, c.ID)
+			}
+		}
+		assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
+	})
+
+	t.Run("run --kubeconfig --candidate installs it and removes it", func(t *testing.T) {
+		cand := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(cand, "candidate.yaml"), []byte("apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: cdi-runtimeclass}\n"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(cand, "10-rc.yaml"), []byte("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: nvidia-cdi}\nhandler: nvidia-cdi\n"), 0o644))
+		r := run(t, "run", "--kubeconfig", kubeconfig, "--candidate", cand, "--suites", "runtimeclass,admission")
+		require.Equal(t, 0, r.exit)
+		assert.Contains(t, r.stderr, "1 objects applied")
+		assert.Equal(t, before, clusterObjects(t, kubeconfig))
+
+		// A candidate whose objects the cluster already has is refused
+		// before anything is applied.
+		r = run(t, "run", "--kubeconfig", kubeconfig, "--candidate", filepath.Join(repoRoot, "manifests", "candidates", "reference"))
+		assert.Equal(t, 2, r.exit)
+		assert.Contains(t, r.stdout, "already has 00-namespaces.yaml (document 1, Namespace gpu-operator)")
+		assert.Equal(t, before, clusterObjects(t, kubeconfig))
+	})
+
+	t.Run("Ctrl-C during the suites leaves nothing in the cluster", func(t *testing.T) {
+		cmd := exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--out", t.TempDir())
+		cmd.Dir, cmd.Env = work, env
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Log(sc.Text())
+			if strings.Contains(sc.Text(), "PASS ") {
+				break
+			}
+		}
+		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+		for sc.Scan() {
+			t.Log(sc.Text())
+		}
+		err = cmd.Wait()
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "the run must not succeed after SIGINT, got %v", err)
+		assert.Equal(t, 130, ee.ExitCode())
+		assert.Equal(t, before, clusterObjects(t, kubeconfig))
+	})
+
+	stopUp()
+	assertNothingLeft(t, state, "")
+	left, _ := filepath.Glob(filepath.Join(tmp, "*"))
+	assert.Empty(t, left, "temp files left behind")
+	files, _ := os.ReadDir(work)
+	assert.Empty(t, files, "the runs wrote into the working directory: reports go to --out")
+}
+
+// clusterObjects names every object of the kinds a run could create or
+// change (with its labels), so two listings compare what a run left.
+func clusterObjects(t *testing.T, kubeconfig string) []string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	var out []string
+	for _, gvr := range []schema.GroupVersionResource{
+		{Version: "v1", Resource: "namespaces"}, {Version: "v1", Resource: "pods"},
+		{Version: "v1", Resource: "serviceaccounts"}, {Version: "v1", Resource: "configmaps"},
+		{Version: "v1", Resource: "nodes"}, {Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+		{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"},
+	} {
+		list, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+		require.NoError(t, err, gvr.Resource)
+		for _, o := range list.Items {
+			labels := o.GetLabels()
+			if gvr.Resource == "nodes" {
+				labels = nil // the simulated GPU stack keeps relabelling them
+			}
+			out = append(out, fmt.Sprintf("%s %s/%s %v", gvr.Resource, o.GetNamespace(), o.GetName(), labels))
+		}
+	}
+	sort.Strings(out)
+	return out
 }

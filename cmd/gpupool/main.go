@@ -43,6 +43,9 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == suiteExecArg {
+		os.Exit(suiteExec(os.Args[2], os.Args[3:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()

@@ -12,10 +12,14 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpupool/gpupool/e2e/checks"
-	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/suites"
 )
+
+// builtinBroken are the built-in broken candidates, relative to the
+// manifests directory.
+const builtinBroken = "candidates/broken-*"
 
 // mutantsCommand proves every check can fail: it runs the suites on each
 // broken candidate and requires exactly the checks the candidate's
@@ -23,11 +27,11 @@ import (
 func mutantsCommand() *cobra.Command {
 	c := &cobra.Command{Use: "mutants", Short: "run every broken candidate; pass only if each fails exactly the checks it lists", Args: cobra.NoArgs}
 	fs := c.Flags()
-	pattern := fs.String("candidates", "manifests/candidates/broken-*", "globs of broken candidate directories, comma-separated")
+	pattern := fs.String("candidates", "", "globs of broken candidate directories, comma-separated (default: the built-in "+builtinBroken+"; a relative glob that matches nothing in the working directory names built-in ones)")
 	var provider string
 	registerProvider(fs, &provider)
 	suitesPattern := fs.String("suites", "./suites/...", "suite packages to run")
-	outFlag := fs.String("out", "", "report directory (default reports/out/mutants-<id>)")
+	outFlag := fs.String("out", "", "report directory (default mutants-<id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	parallel := fs.Int("parallel", 2, "how many broken candidates run at once, each on its own cluster")
 	var ex exploreFlags
 	ex.register(fs)
@@ -36,25 +40,14 @@ func mutantsCommand() *cobra.Command {
 		if _, err := ex.settle(); err != nil {
 			return err
 		}
-		root, err := harness.RepoRoot()
+		dirs, err := userPaths(*pattern, builtinBroken)
 		if err != nil {
-			return err
-		}
-		var dirs []string
-		for _, glob := range strings.Split(*pattern, ",") {
-			if !filepath.IsAbs(glob) {
-				glob = filepath.Join(root, glob)
-			}
-			matched, _ := filepath.Glob(glob)
-			dirs = append(dirs, matched...)
-		}
-		if len(dirs) == 0 {
-			return fmt.Errorf("no broken candidates match %s", *pattern)
+			return fmt.Errorf("--candidates: %w", err)
 		}
 		id := harness.NewRunName()
 		out := *outFlag
 		if out == "" {
-			out = filepath.Join(root, "reports", "out", "mutants-"+strings.TrimPrefix(id, "gpupool-"))
+			out = filepath.Join(harness.ReportsDir(), "mutants-"+strings.TrimPrefix(id, "gpupool-"))
 		}
 
 		// Validate every mutant before running any: a typo in spec.breaks is
@@ -75,13 +68,7 @@ func mutantsCommand() *cobra.Command {
 			}
 			plans[i] = plan
 		}
-		sweepWorkDirs()
-		work, err := cluster.MakeWorkDir(workDirPrefix + "mutants-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(work)
-		suites, err := buildSuites(ctx, root, *suitesPattern, work)
+		suites, err := suites.Select(*suitesPattern)
 		if err != nil {
 			return err
 		}

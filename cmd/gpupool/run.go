@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,17 +17,33 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/reports"
+	"github.com/gpupool/gpupool/suites"
 )
 
 type runFlags struct {
 	candidate, fleet, out, suites, provider string
 	keep, serverSide                        bool
 	explore                                 exploreFlags
+	target                                  targetFlags
+}
+
+// targetFlags point a run at a cluster gpupool did not make.
+type targetFlags struct {
+	kubeconfig, context, disruptiveNodes string
+}
+
+func (t *targetFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&t.kubeconfig, "kubeconfig", "", "check this existing cluster instead of bringing one up: as configured (nothing installed) unless --candidate is given, then the candidate is installed first and removed after; its nodes must carry gpupool.dev/pool=<pool>")
+	fs.StringVar(&t.context, "context", "", "the kubeconfig context to use (default its current one)")
+	fs.StringVar(&t.disruptiveNodes, "disruptive-nodes", "", "with --kubeconfig: the nodes disruptive checks (device plugin down, Xid, MIG relabel) may change, comma-separated; without it they are skipped")
 }
 
 // exploreFlags set how the exploration suite draws its pods.
@@ -71,8 +86,8 @@ func (e exploreFlags) args(reportDir string) []string {
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default "+harness.DefaultCandidate+"; env CANDIDATE)")
-	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else "+harness.DefaultFleet+"; env FLEET)")
+	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default: the built-in "+harness.DefaultCandidate+"; env CANDIDATE)")
+	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else the built-in "+harness.DefaultFleet+"; env FLEET)")
 	registerProvider(fs, &f.provider)
 	fs.BoolVar(&f.serverSide, "server-side", false, "install the candidate as 'kubectl apply --server-side' does, null fields kept (default: as 'kubectl apply' does, nulls pruned)")
 }
@@ -86,10 +101,11 @@ func runCommand() *cobra.Command {
 	fs := c.Flags()
 	var f runFlags
 	f.register(fs)
-	fs.StringVar(&f.out, "out", "", "report directory (default reports/out/<run-id>)")
-	fs.StringVar(&f.suites, "suites", "./suites/...", "suite packages to run (go package pattern)")
+	fs.StringVar(&f.out, "out", "", "report directory (default <run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
+	fs.StringVar(&f.suites, "suites", "", "suites to run, comma-separated (default all: "+suiteNames()+")")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the cluster running after the run (remove it with 'gpupool down')")
 	f.explore.register(fs)
+	f.target.register(fs)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		s, _, out, err := runContract(ctx, f)
@@ -119,12 +135,24 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 	if err != nil {
 		return nil, nil, "", err
 	}
-	root, err := harness.RepoRoot()
+	runID := harness.NewRunName()
+	out := f.out
+	if out == "" {
+		out = filepath.Join(harness.ReportsDir(), runID)
+	}
+	existing, err := f.target.existing(f.provider)
 	if err != nil {
 		return nil, nil, "", err
 	}
+	candidateDir := absOrEmpty(f.candidate)
+	if existing != nil && candidateDir == "" {
+		// As configured: the cluster's own config is the candidate.
+		if candidateDir, err = snapshotCluster(ctx, existing, filepath.Join(out, "cluster-config")); err != nil {
+			return nil, nil, "", err
+		}
+	}
 	// 1. Everything that can be checked without a cluster.
-	plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
+	plan, err := harness.Prepare(absOrEmpty(f.fleet), candidateDir)
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -132,27 +160,17 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 	for _, w := range plan.Stack.Warnings() {
 		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
 	}
-	runID := harness.NewRunName()
-	out := f.out
-	if out == "" {
-		out = filepath.Join(root, "reports", "out", runID)
-	}
-	sweepWorkDirs()
-	work, err := cluster.MakeWorkDir(workDirPrefix + "run-")
-	if err != nil {
-		return nil, nil, "", err
-	}
-	defer os.RemoveAll(work)
-	// 2. Build the suites before starting anything, so a compile error
+	// 2. Select the suites before starting anything, so a wrong name
 	// costs no cluster.
-	suites, err := buildSuites(ctx, root, f.suites, work)
+	suites, err := suites.Select(f.suites)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	if budget.Shapes > 0 {
 		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
 	}
-	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore})
+	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore,
+		existing: existing, installCandidate: f.candidate != "", disruptiveNodes: f.target.disruptiveNodes})
 	return s, plan, out, err
 }
 
@@ -169,20 +187,35 @@ type runSpec struct {
 	// quiet: no line per finished check (runs side by side would
 	// interleave them).
 	quiet bool
+	// existing is a cluster gpupool did not make (--kubeconfig): the run
+	// installs the candidate there only with installCandidate, and
+	// removes every object it made. disruptiveNodes are the nodes its
+	// disruptive checks may change (none: they are skipped).
+	existing         *cluster.Existing
+	installCandidate bool
+	disruptiveNodes  string
 }
 
 // execute brings up a cluster for the plan, runs the suites against it,
 // writes the reports and removes the cluster, whatever happens.
 func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	started := time.Now()
+	plan := spec.plan
+	logf("run %s: candidate %s, fleet %s", spec.id, plan.Candidate.Dir, plan.Fleet.File)
+	var provider harness.Provider
+	if spec.existing == nil {
+		// First, so a machine without the control plane gets no report
+		// directory, only the error saying where the binaries come from.
+		var err error
+		if provider, err = harness.NewProvider(spec.provider, spec.id); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(spec.out, 0o755); err != nil {
 		return nil, err
 	}
-	plan := spec.plan
-	logf("run %s: candidate %s, fleet %s", spec.id, plan.Candidate.Dir, plan.Fleet.File)
-	provider, err := harness.NewProvider(spec.provider, spec.id)
-	if err != nil {
-		return nil, err
+	if spec.existing != nil {
+		return executeAttached(ctx, spec, started)
 	}
 	defer func() {
 		if spec.keep && ctx.Err() == nil {
@@ -200,11 +233,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 	if spec.keep {
 		provider.Detach()
 	}
-	summary := &reports.Summary{
-		RunID: spec.id, StartedAt: started, Provider: provider.Kind(),
-		Candidate: reports.Ref{Name: plan.Candidate.Name, Path: plan.Candidate.Dir, Fingerprint: plan.Candidate.Fingerprint()},
-		Fleet:     reports.Ref{Name: plan.Fleet.Metadata.Name, Path: plan.Fleet.File},
-	}
+	summary := newSummary(spec, provider.Kind(), started)
 	r, err := harness.Up(ctx, plan, provider)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -215,16 +244,70 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 		return summary, finish(summary, nil, spec.out, started)
 	}
 	defer r.Stop()
-	summary.Components = r.Cluster.Components
+	return runSuites(ctx, spec, r, provider.Kind(), summary, started)
+}
 
-	// Suites, one binary at a time against the shared cluster.
+func newSummary(spec runSpec, provider string, started time.Time) *reports.Summary {
+	plan := spec.plan
+	return &reports.Summary{
+		RunID: spec.id, StartedAt: started, Provider: provider,
+		Candidate: reports.Ref{Name: plan.Candidate.Name, Path: plan.Candidate.Dir, Fingerprint: plan.Candidate.Fingerprint()},
+		Fleet:     reports.Ref{Name: plan.Fleet.Metadata.Name, Path: plan.Fleet.File},
+	}
+}
+
+// executeAttached is execute on a cluster gpupool did not make: it
+// installs nothing unless asked, and removes every object the run made in
+// it, whatever happens.
+func executeAttached(ctx context.Context, spec runSpec, started time.Time) (*reports.Summary, error) {
+	harness.SetRunID(spec.id)
+	summary := newSummary(spec, spec.existing.Kind(), started)
+	var r *harness.Run
+	defer func() {
+		if r == nil {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		n, err := harness.RemoveOwned(dctx, r.Cluster.REST, spec.id, 2*time.Minute)
+		if err != nil {
+			logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", spec.id, r.Cluster.Name, err, spec.existing.Kubeconfig)
+			return
+		}
+		logf("removed the %d objects run %s made in %s", n, spec.id, r.Cluster.Name)
+	}()
+	var err error
+	r, err = harness.AttachTo(ctx, spec.plan, spec.existing, spec.installCandidate)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted (%v) during setup", ctx.Err())
+		}
+		summary.Errors = append(summary.Errors, "setup: "+err.Error())
+		return summary, finish(summary, nil, spec.out, started)
+	}
+	return runSuites(ctx, spec, r, spec.existing.Kind(), summary, started)
+}
+
+// runSuites runs the suites one at a time against the run's cluster and
+// writes the reports.
+func runSuites(ctx context.Context, spec runSpec, r *harness.Run, provider string, summary *reports.Summary, started time.Time) (*reports.Summary, error) {
+	summary.Components = r.Cluster.Components
+	extra := spec.explore.args(filepath.Join(spec.out, "counterexamples"))
+	extra = append(extra, "--gpupool.run-id", spec.id)
+	if spec.existing != nil && spec.disruptiveNodes != "" {
+		extra = append(extra, "--gpupool.disruptive-nodes", spec.disruptiveNodes)
+	}
+	skip := harness.OtherProvidersLabels(provider)
+	if spec.existing != nil && spec.disruptiveNodes == "" {
+		skip += "," + checks.LabelDisruptive + "=true"
+	}
 	events := filepath.Join(spec.out, "events.json")
 	ef, err := os.Create(events)
 	if err != nil {
 		return nil, err
 	}
 	for _, s := range spec.suites {
-		if err := runSuite(ctx, s, r, provider.Kind(), spec.explore.args(filepath.Join(spec.out, "counterexamples")), spec.quiet, ef); err != nil {
+		if err := runSuite(ctx, s, r, skip, extra, spec.quiet, ef); err != nil {
 			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {
 				break
@@ -343,69 +426,44 @@ func packageErrors(res *reports.Results) []string {
 	return errs
 }
 
-type suite struct {
-	pkg, dir, bin string
+// suite is one linked suite package.
+type suite = *harness.Suite
+
+// suiteExecArg is the first argument of the child process a suite runs in:
+// gpupool runs itself, so the suite has a process of its own (its global
+// flags, its exit) that a signal can stop with the features' teardowns.
+const suiteExecArg = "__suite"
+
+// suiteExec is the child: it runs the named suite with go test's flags and
+// returns the exit code.
+func suiteExec(name string, args []string) int {
+	ss, err := suites.Select(name)
+	if err != nil || len(ss) != 1 {
+		fmt.Fprintf(os.Stderr, "gpupool %s: %v\n", suiteExecArg, err)
+		return 2
+	}
+	return harness.RunLinked(ss[0], args)
 }
 
-// buildSuites compiles each suite package's test binary into work.
-func buildSuites(ctx context.Context, root, pattern, work string) ([]suite, error) {
-	key, keyErr := suiteKey(ctx, root, pattern)
-	if suiteCacheOff() {
-		keyErr = errors.New("suite cache off")
-	}
-	if keyErr == nil {
-		if cached := cachedSuites(key); cached != nil {
-			logf("suites: %d built from these sources before (cache %s)", len(cached), key)
-			return cached, nil
-		}
-	}
-	list := exec.CommandContext(ctx, "go", "list", "-f", "{{.ImportPath}}\t{{.Dir}}\t{{.Name}}\t{{len .TestGoFiles}}", pattern)
-	list.Dir = root
-	outb, err := list.Output()
+// runSuite runs one suite against the run's cluster (made by the named
+// provider) in a child process, converting its output to test2json events,
+// appending them to w and printing each check's outcome as it ends. The
+// child has a parent-death signal, so even a SIGKILLed gpupool leaves no
+// suite running.
+func runSuite(ctx context.Context, s suite, r *harness.Run, skipLabels string, extra []string, quiet bool, w io.Writer) error {
+	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("go list %s: %w%s", pattern, err, stderrOf(err))
+		return fmt.Errorf("finding this binary to run suite %s: %w", s.Name, err)
 	}
-	var suites []suite
-	var pkgs []string
-	for _, line := range strings.Split(strings.TrimSpace(string(outb)), "\n") {
-		f := strings.Split(line, "\t")
-		if len(f) != 4 || f[3] == "0" {
-			continue
-		}
-		suites = append(suites, suite{pkg: f[0], dir: f[1], bin: filepath.Join(work, f[2]+".test")})
-		pkgs = append(pkgs, f[0])
-	}
-	if len(suites) == 0 {
-		return nil, fmt.Errorf("no suite packages with tests match %s", pattern)
-	}
-	logf("building %d suites", len(suites))
-	build := exec.CommandContext(ctx, "go", append([]string{"test", "-c", "-o", work + "/"}, pkgs...)...)
-	build.Dir = root
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("building suites: %w", err)
-	}
-	if keyErr != nil {
-		return suites, nil
-	}
-	return storeSuites(key, work, suites), nil
-}
-
-// runSuite runs one suite binary against the run's cluster (made by the
-// named provider), converting its output to test2json events, appending
-// them to w and printing each check's outcome as it ends. The binary and the converter are direct
-// children with a parent-death signal, so even a SIGKILLed gpupool leaves
-// no suite running.
-func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, extra []string, quiet bool, w io.Writer) error {
-	suiteCmd := exec.CommandContext(ctx, s.bin, append([]string{
+	suiteCmd := exec.CommandContext(ctx, self, append([]string{
+		suiteExecArg, s.Name,
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
 		"--gpupool.fleet", r.Fleet.File,
 		"--gpupool.candidate", r.Candidate.Dir,
 		// Checks only one provider can make are labelled with it.
-		"--skip-labels", harness.OtherProvidersLabels(provider),
+		"--skip-labels", skipLabels,
 	}, extra...)...)
-	suiteCmd.Dir = s.dir
 	suiteCmd.Stderr = os.Stderr
 	// SIGTERM first: e2e-framework then runs the features' teardowns.
 	suiteCmd.Cancel = func() error { return suiteCmd.Process.Signal(syscall.SIGTERM) }
@@ -414,63 +472,35 @@ func runSuite(ctx context.Context, s suite, r *harness.Run, provider string, ext
 	// gpupool decides how the suite stops.
 	suiteCmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 
-	conv := exec.Command("go", "tool", "test2json", "-t", "-p", s.pkg)
-	conv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	conv.Stderr = os.Stderr
-	pipe, err := suiteCmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	conv.Stdin = pipe
-	events, err := conv.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := conv.Start(); err != nil {
-		return fmt.Errorf("go tool test2json: %w", err)
-	}
-	if err := suiteCmd.Start(); err != nil {
-		_ = conv.Process.Kill()
-		_ = conv.Wait()
-		return err
-	}
-	sc := bufio.NewScanner(events)
-	sc.Buffer(make([]byte, 1024*1024), 16*1024*1024)
 	testFailed := false
-	for sc.Scan() {
-		line := sc.Bytes()
+	conv := reports.NewConverter(s.Package, func(ev reports.Event) {
+		line, _ := json.Marshal(ev)
 		w.Write(append(line, '\n'))
-		if progress(line, quiet) {
+		if progress(ev, quiet) {
 			testFailed = true
 		}
-	}
-	suiteErr := suiteCmd.Wait()
-	convErr := conv.Wait()
+	})
+	suiteCmd.Stdout = conv
+	suiteErr := suiteCmd.Run()
+	conv.Exited(suiteErr)
 	if ctx.Err() != nil {
-		return fmt.Errorf("suite %s interrupted: %w", s.pkg, ctx.Err())
-	}
-	if convErr != nil {
-		return fmt.Errorf("go tool test2json for %s: %w", s.pkg, convErr)
+		return fmt.Errorf("suite %s interrupted: %w", s.Name, ctx.Err())
 	}
 	var ee *exec.ExitError
 	switch {
 	case suiteErr == nil, errors.As(suiteErr, &ee) && testFailed:
 		return nil // test failures are in the events
 	case errors.As(suiteErr, &ee):
-		// Exited non-zero with no failed test: TestMain or the binary
+		// Exited non-zero with no failed test: TestMain or the suite
 		// itself failed; its output is in the package events too.
-		return fmt.Errorf("suite %s exited with %v before any check failed", s.pkg, suiteErr)
+		return fmt.Errorf("suite %s exited with %v before any check failed", s.Name, suiteErr)
 	}
 	return suiteErr
 }
 
 // progress prints a line per finished check and reports whether the
 // event is a failed test.
-func progress(line []byte, quiet bool) (testFailed bool) {
-	var ev reports.Event
-	if json.Unmarshal(line, &ev) != nil {
-		return false
-	}
+func progress(ev reports.Event, quiet bool) (testFailed bool) {
 	testFailed = ev.Test != "" && ev.Action == "fail"
 	parts := strings.Split(ev.Test, "/")
 	if quiet || len(parts) != 2 || (ev.Action != "pass" && ev.Action != "fail" && ev.Action != "skip") {
@@ -512,4 +542,48 @@ func stderrOf(err error) string {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[%s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func suiteNames() string {
+	var names []string
+	for _, s := range suites.All {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// existing returns the cluster --kubeconfig names, or nil.
+func (t targetFlags) existing(provider string) (*cluster.Existing, error) {
+	if t.kubeconfig == "" {
+		if t.context != "" || t.disruptiveNodes != "" {
+			return nil, errors.New("--context and --disruptive-nodes go with --kubeconfig")
+		}
+		return nil, nil
+	}
+	if provider != "" {
+		return nil, fmt.Errorf("--kubeconfig checks an existing cluster; --provider %s brings one up: pass one or the other", provider)
+	}
+	if _, err := os.Stat(t.kubeconfig); err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	return &cluster.Existing{Kubeconfig: absOrEmpty(t.kubeconfig), Context: t.context}, nil
+}
+
+// snapshotCluster writes the config the cluster runs now into dir, as the
+// candidate a run checks it against.
+func snapshotCluster(ctx context.Context, e *cluster.Existing, dir string) (string, error) {
+	c, err := e.Up(ctx)
+	if err != nil {
+		return "", err
+	}
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		return "", err
+	}
+	cand, err := candidate.Snapshot(ctx, dyn, dir, c.REST.Host)
+	if err != nil {
+		return "", err
+	}
+	logf("cluster %s as configured: %d objects of GPU pool config read into %s (%s)", c.Name, len(cand.Objects), dir, cand.Fingerprint())
+	return dir, nil
 }

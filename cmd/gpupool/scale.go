@@ -21,7 +21,11 @@ import (
 	"github.com/gpupool/gpupool/reports"
 )
 
-const defaultWorkload = "manifests/workloads/gpu-burst.yaml"
+// Built-in defaults, relative to the manifests directory.
+const (
+	defaultScaleFleet = "fleets/scale-1k.yaml"
+	defaultWorkload   = "workloads/gpu-burst.yaml"
+)
 
 // scaleRun is one fleet size of a scale benchmark.
 type scaleRun struct {
@@ -34,11 +38,11 @@ type scaleRun struct {
 func scaleCommand() *cobra.Command {
 	c := &cobra.Command{Use: "scale", Short: "put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk", Args: cobra.NoArgs}
 	fs := c.Flags()
-	fleets := fs.String("fleets", "manifests/fleets/scale-1k.yaml", "comma-separated fleet files, run one after another, each on a fresh cluster")
+	fleets := fs.String("fleets", "", "comma-separated fleet files, run one after another, each on a fresh cluster (default: the built-in "+defaultScaleFleet+"; "+builtinNote+")")
 	pods := fs.String("pods", "", "comma-separated sizes of the scheduler bursts, one per fleet (default: the workload's; fill phases size themselves)")
-	workloadPath := fs.String("workload", defaultWorkload, "workload file (gpupool.dev/v1alpha1 Workload)")
-	candidateDir := fs.String("candidate", "", "candidate directory (default "+harness.DefaultCandidate+")")
-	out := fs.String("out", "", "report directory (default reports/out/scale-<run-id>)")
+	workloadPath := fs.String("workload", "", "workload file, gpupool.dev/v1alpha1 Workload (default: the built-in "+defaultWorkload+")")
+	candidateDir := fs.String("candidate", "", "candidate directory (default: the built-in "+harness.DefaultCandidate+")")
+	out := fs.String("out", "", "report directory (default scale-<run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -46,11 +50,20 @@ func scaleCommand() *cobra.Command {
 		if !goMemLimit.MatchString(*memLimit) {
 			return fmt.Errorf("--apiserver-memory-limit %q: want a Go GOMEMLIMIT such as 2600MiB or 3GiB, or off", *memLimit)
 		}
-		root, err := harness.RepoRoot()
+		fleetFiles, err := userPaths(*fleets, defaultScaleFleet)
 		if err != nil {
 			return err
 		}
-		fleetFiles := strings.Split(*fleets, ",")
+		workloadFile, err := userPath(*workloadPath, defaultWorkload)
+		if err != nil {
+			return err
+		}
+		candidate := ""
+		if *candidateDir != "" {
+			if candidate, err = userPath(*candidateDir, ""); err != nil {
+				return err
+			}
+		}
 		var sizes []int
 		if *pods != "" {
 			for _, s := range strings.Split(*pods, ",") {
@@ -72,12 +85,12 @@ func scaleCommand() *cobra.Command {
 		}
 		var jobs []job
 		for i, f := range fleetFiles {
-			plan, err := harness.Prepare(inRepo(root, strings.TrimSpace(f)), absOrEmpty(*candidateDir))
+			plan, err := harness.Prepare(f, candidate)
 			if err != nil {
 				return err
 			}
 			// Loaded per fleet: -pods changes each copy.
-			w, err := scale.LoadWorkload(inRepo(root, *workloadPath))
+			w, err := scale.LoadWorkload(workloadFile)
 			if err != nil {
 				return err
 			}
@@ -97,7 +110,7 @@ func scaleCommand() *cobra.Command {
 		runID := harness.NewRunName()
 		dir := *out
 		if dir == "" {
-			dir = filepath.Join(root, "reports", "out", "scale-"+runID)
+			dir = filepath.Join(harness.ReportsDir(), "scale-"+runID)
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -155,16 +168,71 @@ func scaleCommand() *cobra.Command {
 	return c
 }
 
-// inRepo resolves a relative path against the working directory, or the
-// repository root when it is not there (the defaults are repo paths).
-func inRepo(root, p string) string {
-	if p == "" || filepath.IsAbs(p) {
-		return p
+// builtinNote says how userPaths resolves a relative path, for flag help.
+const builtinNote = "a relative path that is not in the working directory names a built-in one, such as fleets/scale-5k.yaml"
+
+// userPaths expands a comma-separated list of paths or globs a user gave,
+// each to at least one existing path (userGlob), in order; an empty list
+// is the built-in def.
+func userPaths(list, def string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return userGlob(def, true)
 	}
-	if _, err := os.Stat(p); err == nil {
-		return absOrEmpty(p)
+	var out []string
+	for _, g := range strings.Split(list, ",") {
+		m, err := userGlob(strings.TrimSpace(g), false)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m...)
 	}
-	return filepath.Join(root, p)
+	return out, nil
+}
+
+// userPath is userPaths of one path that must name one file or directory.
+func userPath(p, def string) (string, error) {
+	m, err := userPaths(p, def)
+	if err != nil {
+		return "", err
+	}
+	if len(m) != 1 {
+		return "", fmt.Errorf("%s names %d files, want one: %s", p, len(m), strings.Join(m, ", "))
+	}
+	return m[0], nil
+}
+
+// userGlob expands a path or glob to absolute paths. A built-in one is
+// relative to the manifests directory. Otherwise a relative one resolves
+// against the working directory or, when nothing there matches, against
+// the manifests directory: "fleets/scale-5k.yaml" names a built-in fleet
+// from anywhere.
+func userGlob(g string, builtin bool) ([]string, error) {
+	if g == "" {
+		return nil, fmt.Errorf("empty path")
+	}
+	var m []string
+	var err error
+	if !builtin {
+		if m, err = filepath.Glob(absOrEmpty(g)); err != nil || len(m) > 0 || filepath.IsAbs(g) {
+			return nonEmpty(g, m, err)
+		}
+	}
+	dir, err := harness.Manifests()
+	if err != nil {
+		return nil, err
+	}
+	m, err = filepath.Glob(filepath.Join(dir, filepath.FromSlash(g)))
+	return nonEmpty(g, m, err)
+}
+
+func nonEmpty(g string, m []string, err error) ([]string, error) {
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", g, err)
+	case len(m) == 0:
+		return nil, fmt.Errorf("%s: no such file, in the working directory or the built-in manifests", g)
+	}
+	return m, nil
 }
 
 // poolInfos describes the fleet's pools for workload validation.

@@ -53,12 +53,24 @@ func upCommand() *cobra.Command {
 }
 
 func downCommand() *cobra.Command {
-	c := &cobra.Command{Use: "down", Short: "remove every cluster and scratch directory gpupool left on this machine", Args: cobra.NoArgs}
+	c := &cobra.Command{Use: "down", Short: "remove every cluster gpupool left on this machine, or with --kubeconfig every object it left in that cluster", Args: cobra.NoArgs}
 	fs := c.Flags()
-	var only string
+	var only, kubeconfig, kubeContext string
 	registerProvider(fs, &only)
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "instead: remove from this existing cluster every object a gpupool run made there (labelled "+harness.LabelRun+") and every check pod")
+	fs.StringVar(&kubeContext, "context", "", "the kubeconfig context to use (default its current one)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
+		if kubeconfig != "" {
+			e := &cluster.Existing{Kubeconfig: kubeconfig, Context: kubeContext}
+			cl, err := e.Up(ctx)
+			if err != nil {
+				return err
+			}
+			n, err := harness.RemoveOwned(ctx, cl.REST, "", 2*time.Minute)
+			logf("removed %d objects gpupool runs made in %s", n, cl.Name)
+			return err
+		}
 		// Every provider unless one is named: down means nothing of gpupool's is left.
 		kinds := harness.Providers
 		if only != "" {
@@ -77,24 +89,9 @@ func downCommand() *cobra.Command {
 			logf("removed %d %s clusters", n, kind)
 			errs = append(errs, err)
 		}
-		sweepWorkDirs()
 		return errors.Join(errs...)
 	}
 	return c
-}
-
-// workDirPrefix names the scratch directories of runs (built suites):
-// gpupool-run-*, gpupool-mutants-*.
-const workDirPrefix = "gpupool-"
-
-// sweepWorkDirs removes the scratch directories of runs that are gone: a
-// SIGKILLed run cannot remove its own.
-func sweepWorkDirs() {
-	for _, kind := range []string{"run-", "mutants-"} {
-		for _, d := range cluster.SweepWorkDirs(workDirPrefix + kind) {
-			logf("removed %s, left by a run that is gone", d)
-		}
-	}
 }
 
 func checksCommand() *cobra.Command {

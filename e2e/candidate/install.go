@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -34,6 +36,9 @@ type Applier struct {
 	// first, as 'kubectl apply' does by default: a bare 'plugin:' in a
 	// manifest is no field at all, not a null the schema refuses.
 	ServerSide bool
+	// Labels are added to every object applied: a run in a cluster it did
+	// not make labels what it installs, to remove it afterwards.
+	Labels map[string]string
 }
 
 // NewApplier builds an Applier for the cluster.
@@ -87,18 +92,23 @@ func (a *Applier) Apply(ctx context.Context, o Object) (string, error) {
 	if !a.ServerSide {
 		obj = pruneNulls(obj)
 	}
+	if len(a.Labels) > 0 {
+		u := unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
+		l := u.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		for k, v := range a.Labels {
+			l[k] = v
+		}
+		u.SetLabels(l)
+		obj = u.Object
+	}
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
-	var ri dynamic.ResourceInterface = a.dyn.Resource(mapping.Resource)
-	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := o.GetNamespace()
-		if ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		ri = a.dyn.Resource(mapping.Resource).Namespace(ns)
-	}
+	ri := a.resource(mapping, o)
 	force := true
 	got, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: FieldManager, Force: &force})
 	if err != nil {
@@ -114,6 +124,48 @@ func (a *Applier) Apply(ctx context.Context, o Object) (string, error) {
 		return "", err
 	}
 	return got.GetResourceVersion(), nil
+}
+
+// resource is the client for o's kind, in o's namespace (default if it
+// names none) when the kind is namespaced.
+func (a *Applier) resource(m *meta.RESTMapping, o Object) dynamic.ResourceInterface {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return a.dyn.Resource(m.Resource)
+	}
+	ns := o.GetNamespace()
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	return a.dyn.Resource(m.Resource).Namespace(ns)
+}
+
+// Existing lists the candidate's objects the cluster already has without
+// the owner label: installing over them would change what the run cannot
+// restore, so a run in someone else's cluster refuses before applying
+// anything.
+func (c *Candidate) Existing(ctx context.Context, a *Applier, owner string) ([]string, error) {
+	var out []string
+	for _, o := range c.Objects {
+		gvk := o.GroupVersionKind()
+		m, err := a.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			continue // its kind is not served yet: no such object either
+		}
+		if err != nil {
+			return nil, err
+		}
+		got, err := a.resource(m, o).Get(ctx, o.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.Where(), err)
+		}
+		if _, ours := got.GetLabels()[owner]; !ours {
+			out = append(out, o.Where())
+		}
+	}
+	return out, nil
 }
 
 // NullFields lists the paths of the null fields in a manifest, sorted.

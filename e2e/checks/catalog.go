@@ -52,15 +52,15 @@ var (
 		Rule: "A well-formed GPU pod under RuntimeClass nvidia runs with its allocated GPU devices; under a handler other than the NVIDIA runtime it would see no GPU and crash-loop.",
 	})
 	MIGRelabelIsADrain = Register(Check{
-		ID: "mig.relabel-is-a-drain", Area: AreaMIGDrains,
+		ID: "mig.relabel-is-a-drain", Area: AreaMIGDrains, Disruptive: true,
 		Rule: "A MIG layout change after cordon and drain walks mig.config.state pending → success with GPU operands paused and GPUs withdrawn, and fails no pod; relabelling a busy node fails its GPU pods.",
 	})
 	XidWithdrawsGPU = Register(Check{
-		ID: "health.xid-withdraws-the-gpu", Area: AreaOperatorHealth,
+		ID: "health.xid-withdraws-the-gpu", Area: AreaOperatorHealth, Disruptive: true,
 		Rule: "A GPU that reports a critical Xid leaves allocatable while capacity keeps it; new pods get only healthy GPUs, and a pod that needs the lost one stays Pending, explained by the unhealthy device.",
 	})
 	PluginDownPodsPending = Register(Check{
-		ID: "health.plugin-down-pods-pending", Area: AreaOperatorHealth,
+		ID: "health.plugin-down-pods-pending", Area: AreaOperatorHealth, Disruptive: true,
 		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending with a reason naming the resource, and schedule once it recovers.",
 	})
 )
@@ -122,7 +122,7 @@ var (
 		Rule: "On a real kubelet, a GPU pod of an exclusive pool sees the devices the device plugin allocated (NVIDIA_VISIBLE_DEVICES in its environment), and two such pods never see the same GPU.",
 	})
 	KubeletPluginLossWithdrawsGPUs = Register(Check{
-		ID: "kubelet.plugin-loss-withdraws-gpus", Area: AreaOperatorHealth, Provider: "kind",
+		ID: "kubelet.plugin-loss-withdraws-gpus", Area: AreaOperatorHealth, Provider: "kind", Disruptive: true,
 		Rule: "On a real kubelet, taking the device-plugin pod off the node (nvidia.com/gpu.deploy.device-plugin=false, as the GPU Operator does) drops the node's allocatable GPUs to 0 once the kubelet notices, and the DaemonSet's new pod brings them back.",
 	})
 	// The differential test: the simulated kubelet that judges every KWOK

@@ -45,6 +45,10 @@ type Check struct {
 	// Provider names the only cluster provider that can make the check
 	// ("kind": it needs a real kubelet); empty means any.
 	Provider string `json:"provider,omitempty"`
+	// Disruptive checks change nodes (take a device plugin down, report
+	// an Xid, relabel MIG). On a cluster gpupool did not make they run
+	// only when asked, on the nodes named for it.
+	Disruptive bool `json:"disruptive,omitempty"`
 }
 
 var catalog = map[string]Check{}
@@ -84,8 +88,16 @@ func (c Check) Feature() *features.FeatureBuilder {
 	if c.Provider != "" {
 		f = f.WithLabel(LabelProvider, c.Provider)
 	}
+	if c.Disruptive {
+		f = f.WithLabel(LabelDisruptive, "true")
+	}
 	return f
 }
+
+// LabelDisruptive labels the features of disruptive checks; a run on a
+// cluster gpupool did not make skips them (--skip-labels disruptive=true)
+// unless asked.
+const LabelDisruptive = "disruptive"
 
 // LabelProvider labels the features of checks only one provider can make;
 // a run skips those of other providers (--skip-labels provider=kind).

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,9 @@ type Embedded struct {
 	detached bool
 }
 
+// ErrMissingBinaries: a control-plane binary is not where the config says.
+var ErrMissingBinaries = errors.New("embedded cluster: missing control-plane binaries")
+
 // NewEmbedded checks the binaries exist and returns the provider.
 func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.WaitTimeout == 0 {
@@ -69,7 +73,8 @@ func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("embedded cluster: missing binaries: %s; run hack/build-control-plane.sh (or make build)", strings.Join(missing, ", "))
+		sort.Strings(missing)
+		return nil, fmt.Errorf("%w: %s", ErrMissingBinaries, strings.Join(missing, ", "))
 	}
 	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
 		return nil, err

@@ -32,8 +32,9 @@ import (
 	"github.com/gpupool/gpupool/e2e/workload"
 )
 
-// DefaultCorpus is where the shapes live, relative to the repository root.
-const DefaultCorpus = "manifests/differential"
+// DefaultCorpus is where the shapes live among the built-in manifests
+// (manifests/ of the repository).
+const DefaultCorpus = "differential"
 
 // Fields of a shape's Pod that the harness reads or fills.
 const (

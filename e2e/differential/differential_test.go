@@ -14,7 +14,7 @@ import (
 const rejected = `Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected`
 
 func TestTheCorpusLoads(t *testing.T) {
-	shapes, err := Load(filepath.Join("..", "..", DefaultCorpus))
+	shapes, err := Load(filepath.Join("..", "..", "manifests", DefaultCorpus))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ spec:
 }
 
 func TestPodForKeepsTheShapesNamespaceAndRuntimeClass(t *testing.T) {
-	shapes, err := Load(filepath.Join("..", "..", DefaultCorpus))
+	shapes, err := Load(filepath.Join("..", "..", "manifests", DefaultCorpus))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,13 +17,14 @@ import (
 var (
 	exploreSeedFlag   = flag.String("gpupool.explore-seed", os.Getenv("GPUPOOL_EXPLORE_SEED"), "exploration seed: replays a run's shapes exactly (default: a new one, printed)")
 	exploreBudgetFlag = flag.String("gpupool.explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 for none (default 60/20s)")
-	reportDirFlag     = flag.String("gpupool.report-dir", os.Getenv("GPUPOOL_REPORT_DIR"), "where counterexamples are written (default reports/out/explore-<time>)")
-	corpusFlag        = flag.String("gpupool.explore-corpus", os.Getenv("GPUPOOL_EXPLORE_CORPUS"), "regression corpus directory (default "+DefaultCorpus+")")
+	reportDirFlag     = flag.String("gpupool.report-dir", os.Getenv("GPUPOOL_REPORT_DIR"), "where counterexamples are written (default explore-<time> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
+	corpusFlag        = flag.String("gpupool.explore-corpus", os.Getenv("GPUPOOL_EXPLORE_CORPUS"), "regression corpus directory (default: the built-in "+DefaultCorpus+")")
 )
 
 // DefaultCorpus holds every counterexample worth keeping, one directory
-// per rule; its cases run before anything is drawn.
-const DefaultCorpus = "manifests/explore/corpus"
+// per rule; its cases run before anything is drawn. It is built in:
+// relative to the manifests directory (ManifestPath).
+const DefaultCorpus = "explore/corpus"
 
 // ExploreSettings is how a suite explores.
 type ExploreSettings struct {
@@ -58,16 +59,13 @@ func Exploration() (ExploreSettings, error) {
 		if s.Budget, exploreErr = explore.ParseBudget(*exploreBudgetFlag); exploreErr != nil {
 			return
 		}
-		root, rootErr := RepoRoot()
 		if s.ReportDir == "" {
-			base := os.TempDir()
-			if rootErr == nil {
-				base = filepath.Join(root, "reports", "out")
-			}
-			s.ReportDir = filepath.Join(base, "explore-"+time.Now().UTC().Format("0102-150405"))
+			s.ReportDir = filepath.Join(ReportsDir(), "explore-"+time.Now().UTC().Format("0102-150405"))
 		}
-		if s.Corpus == "" && rootErr == nil {
-			s.Corpus = filepath.Join(root, DefaultCorpus)
+		if s.Corpus == "" {
+			if s.Corpus, exploreErr = ManifestPath(DefaultCorpus); exploreErr != nil {
+				return
+			}
 		}
 		exploreSettings = s
 	})

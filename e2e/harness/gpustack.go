@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,11 +27,7 @@ const gpuStackNamespace = "kube-system"
 // real node: KWOK nodes run nothing), with the GPU Operator's default
 // mig-parted config mounted, and waits until it is available.
 func (r *Run) installGPUStackInCluster(ctx context.Context, image string) error {
-	migPath, err := upstream.GPUOperatorFile(upstream.DefaultMIGPartedConfig)
-	if err != nil {
-		return err
-	}
-	migDefault, err := os.ReadFile(migPath)
+	migDefault, err := upstream.GPUOperatorFile(upstream.DefaultMIGPartedConfig)
 	if err != nil {
 		return err
 	}

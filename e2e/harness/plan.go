@@ -16,10 +16,11 @@ import (
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
-// Defaults, relative to the repository root.
+// Defaults: built-in manifests, relative to the manifests directory
+// (ManifestPath gives their paths).
 const (
-	DefaultFleet     = "manifests/fleets/reference.yaml"
-	DefaultCandidate = "manifests/candidates/reference"
+	DefaultFleet     = "fleets/reference.yaml"
+	DefaultCandidate = "candidates/reference"
 )
 
 // Plan is a validated fleet and candidate: everything a run needs to know
@@ -37,15 +38,16 @@ type Plan struct {
 	ServerSideApply bool
 }
 
-// Prepare loads and checks the candidate and fleet. fleetPath may be empty:
-// then the candidate's candidate.yaml names it, else the reference fleet.
+// Prepare loads and checks the candidate and fleet. candidateDir may be
+// empty: then the built-in reference candidate. fleetPath may be empty:
+// then the candidate's candidate.yaml names it, else the built-in
+// reference fleet.
 func Prepare(fleetPath, candidateDir string) (*Plan, error) {
-	root, err := RepoRoot()
-	if err != nil && (fleetPath == "" || candidateDir == "") {
-		return nil, err
-	}
+	var err error
 	if candidateDir == "" {
-		candidateDir = filepath.Join(root, DefaultCandidate)
+		if candidateDir, err = ManifestPath(DefaultCandidate); err != nil {
+			return nil, err
+		}
 	}
 	cand, err := candidate.Load(candidateDir)
 	if err != nil {
@@ -55,7 +57,9 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 		fleetPath = cand.FleetPath()
 	}
 	if fleetPath == "" {
-		fleetPath = filepath.Join(root, DefaultFleet)
+		if fleetPath, err = ManifestPath(DefaultFleet); err != nil {
+			return nil, err
+		}
 	}
 	fl, err := fleet.Load(fleetPath)
 	if err != nil {
@@ -86,17 +90,22 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 }
 
 // DefaultMIGPartedConfig loads the GPU Operator's own default mig-parted
-// ConfigMap from its Go module, unmodified.
+// ConfigMap, as its module ships it.
 func DefaultMIGPartedConfig() (*fakegpu.MIGPartedConfig, error) {
-	path, err := upstream.GPUOperatorFile(upstream.DefaultMIGPartedConfig)
+	data, err := upstream.GPUOperatorFile(upstream.DefaultMIGPartedConfig)
 	if err != nil {
 		return nil, err
 	}
-	return fakegpu.LoadMIGPartedConfigMap(path)
+	cfg, err := fakegpu.ParseMIGPartedConfigMap(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", upstream.GPUOperatorFileName(upstream.DefaultMIGPartedConfig), err)
+	}
+	return cfg, nil
 }
 
-// RepoRoot finds the gpupool module root from the working directory (go
-// test runs each package in its own directory).
+// RepoRoot finds the root of the gpupool checkout the working directory is
+// in ($GPUPOOL_ROOT overrides), for ReportsDir. Nothing else depends on a
+// checkout: the default manifests are built in (Manifests).
 func RepoRoot() (string, error) {
 	if r := os.Getenv("GPUPOOL_ROOT"); r != "" {
 		return r, nil
@@ -111,7 +120,7 @@ func RepoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("cannot find the gpupool repository root (go.mod of github.com/gpupool/gpupool) above the working directory; set GPUPOOL_ROOT or pass the fleet and candidate paths")
+			return "", errors.New("cannot find the gpupool repository root (go.mod of github.com/gpupool/gpupool) above the working directory; set GPUPOOL_ROOT")
 		}
 		dir = parent
 	}

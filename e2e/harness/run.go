@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -106,7 +108,7 @@ func embeddedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, er
 	cache := CacheDir()
 	kube := filepath.Join(cache, "kubernetes-"+KubeVersion)
 	kwok := filepath.Join(cache, "kwok-"+KwokVersion)
-	return cluster.NewEmbedded(cluster.EmbeddedConfig{
+	p, err := cluster.NewEmbedded(cluster.EmbeddedConfig{
 		Name:        name,
 		KubeVersion: KubeVersion,
 		KwokVersion: KwokVersion,
@@ -122,6 +124,17 @@ func embeddedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, er
 			KubeScheduler:         filepath.Join(kube, "kube-scheduler"),
 		},
 	})
+	if errors.Is(err, cluster.ErrMissingBinaries) {
+		err = fmt.Errorf(`%w
+They come from one of:
+  - a gpupool checkout: 'make control-plane' builds them from Go modules into %s (10-15 min cold, then cached)
+  - the official releases, saved at the paths above and made executable:
+      kube-apiserver, kube-controller-manager, kube-scheduler %s: https://dl.k8s.io/release/%s/bin/linux/%s/<name>
+      etcd %s: https://github.com/etcd-io/etcd/releases/tag/%s
+      kwok and kwokctl %s: https://github.com/kubernetes-sigs/kwok/releases/tag/%s`,
+			err, cache, KubeVersion, KubeVersion, goruntime.GOARCH, EtcdVersion, EtcdVersion, KwokVersion, KwokVersion)
+	}
+	return p, err
 }
 
 func stderrLog(format string, args ...any) {
@@ -324,14 +337,11 @@ func (r *Run) WaitGPUStackSynced(ctx context.Context) error {
 // installUpstreamCRDs applies the GPU Operator's real ClusterPolicy CRD, so
 // a candidate's ClusterPolicy is checked against the real schema.
 func (r *Run) installUpstreamCRDs(ctx context.Context, a *candidate.Applier) error {
-	path, err := upstream.GPUOperatorFile(upstream.ClusterPolicyCRD)
+	data, err := upstream.GPUOperatorFile(upstream.ClusterPolicyCRD)
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
+	path := upstream.GPUOperatorFileName(upstream.ClusterPolicyCRD)
 	var u unstructured.Unstructured
 	if err := yaml.Unmarshal(data, &u.Object); err != nil {
 		return fmt.Errorf("%s: %w", path, err)

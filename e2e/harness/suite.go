@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -24,19 +26,56 @@ import (
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
-// RunSuite is a suite package's TestMain body: it builds the environment,
-// stores it in *testenv for the tests, and exits with the result. A suite
-// that needs objects of its own for all its checks passes them as env
-// funcs: Setup runs once the cluster is provisioned, Finish before it is
-// removed.
-func RunSuite(m *testing.M, testenv *env.Environment, funcs ...SuiteFuncs) {
-	e, err := NewTestEnv(funcs...)
+// Suite is one suite package: its checks as tests, and the env funcs it
+// adds around them. The tests live in the package itself, not in _test.go
+// files, so the gpupool binary links every suite and runs it with no Go
+// toolchain; the package's TestMain runs the same list under go test.
+type Suite struct {
+	// Name is the package name: what --suites selects.
+	Name string
+	// Package is the import path, as go test names the package in events.
+	Package string
+	Tests   []testing.InternalTest
+	Funcs   SuiteFuncs
+	// env is the package's testenv: set before any test runs.
+	env *env.Environment
+}
+
+// NewSuite declares a suite package: testenv is the package variable its
+// tests use, tests its Test functions (named as go test would name them).
+func NewSuite(testenv *env.Environment, funcs SuiteFuncs, tests ...func(*testing.T)) *Suite {
+	s := &Suite{Funcs: funcs, env: testenv}
+	for _, f := range tests {
+		// "github.com/gpupool/gpupool/suites/pool.TestResourceNames"
+		full := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+		dot := strings.LastIndexByte(full, '.')
+		s.Package, s.Name = full[:dot], full[strings.LastIndexByte(full[:dot], '/')+1:dot]
+		s.Tests = append(s.Tests, testing.InternalTest{Name: full[dot+1:], F: f})
+	}
+	return s
+}
+
+// RunSuite is a suite package's TestMain body under go test. The m go test
+// hands over holds no tests (they are not in _test.go files); the suite's
+// own list runs instead, exactly as the gpupool binary runs it.
+func RunSuite(_ *testing.M, s *Suite) { os.Exit(s.run()) }
+
+// RunLinked runs the suite inside the gpupool binary with go test's flags
+// (args, e.g. -test.v=test2json -test.run X) and returns the exit code.
+func RunLinked(s *Suite, args []string) int {
+	os.Args = append([]string{os.Args[0]}, args...)
+	return s.run()
+}
+
+func (s *Suite) run() int {
+	m := testing.MainStart(testDeps{importPath: s.Package}, s.Tests, nil, nil, nil)
+	e, err := NewTestEnv(s.Funcs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpupool:", err)
-		os.Exit(2)
+		return 2
 	}
-	*testenv = e
-	os.Exit(e.Run(m))
+	*s.env = e
+	return e.Run(m)
 }
 
 // SuiteFuncs are env funcs a suite adds around its checks.
@@ -61,6 +100,7 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 			_, _ = rand.Read(b)
 			name := strings.NewReplacer(".", "-").Replace(c.ID) + "-" + hex.EncodeToString(b)
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelCheck: c.ID}}}
+			Own(&ns.ObjectMeta)
 			if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 				t.Fatalf("creating the check's namespace: %v", err)
 			}
@@ -321,6 +361,7 @@ func (r *Run) EnsureServiceAccounts(ctx context.Context) error {
 			continue
 		}
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ServiceAccount, Namespace: ns.Name}}
+		Own(&sa.ObjectMeta) // only if created here: a tenant's own stays
 		if _, err := r.Client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}

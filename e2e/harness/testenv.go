@@ -22,8 +22,8 @@ import (
 // `go test ... -args`). The environment variables are what `gpupool run`
 // sets; the flags win.
 var (
-	fleetFlag     = flag.String("gpupool.fleet", os.Getenv("GPUPOOL_FLEET"), "fleet file (default: the candidate's, else "+DefaultFleet+")")
-	candidateFlag = flag.String("gpupool.candidate", os.Getenv("GPUPOOL_CANDIDATE"), "candidate directory (default "+DefaultCandidate+")")
+	fleetFlag     = flag.String("gpupool.fleet", os.Getenv("GPUPOOL_FLEET"), "fleet file (default: the candidate's, else the built-in "+DefaultFleet+")")
+	candidateFlag = flag.String("gpupool.candidate", os.Getenv("GPUPOOL_CANDIDATE"), "candidate directory (default: the built-in "+DefaultCandidate+")")
 )
 
 type runKey struct{}

@@ -1,15 +1,15 @@
-// Package upstream finds files that upstream projects ship in their Go
-// modules (the GPU Operator's CRDs, samples and default configs), so the
-// harness uses them unmodified instead of carrying copies.
+// Package upstream holds files that upstream projects ship (the GPU
+// Operator's CRD, sample and default MIG config), so the harness uses them
+// unmodified instead of writing its own. They are copied byte for byte from
+// the upstream Go module by hack/update-upstream.sh and embedded in the
+// binary: a run needs neither a Go toolchain nor the module cache.
 package upstream
 
 import (
-	"encoding/json"
+	"embed"
 	"fmt"
-	"os/exec"
-	"path/filepath"
-	"runtime/debug"
-	"sync"
+	"io/fs"
+	"path"
 )
 
 // GPUOperatorModule is the module that carries the ClusterPolicy CRD.
@@ -17,8 +17,8 @@ const GPUOperatorModule = "github.com/NVIDIA/gpu-operator"
 
 // gpuOperatorVersion pins the GPU Operator release whose files the harness
 // uses. The main module imports none of its Go packages (their dependency
-// tree is large), so the pin lives here; if a build ever links the module,
-// its version from the build info wins.
+// tree is large), so the pin lives here. hack/update-upstream.sh reads it:
+// change it, run the script, and gpu-operator/ holds that version's files.
 const gpuOperatorVersion = "v0.0.0-20250917190837-d73a0086a6ba"
 
 // Files of the GPU Operator module, relative to its root.
@@ -28,55 +28,29 @@ const (
 	DefaultMIGPartedConfig = "assets/state-mig-manager/0400_configmap.yaml"
 )
 
-var (
-	dirOnce sync.Once
-	dir     string
-	dirErr  error
-)
+// gpuOperatorDir is the embedded copy's directory; its SOURCE file names
+// the module, the version and each file's sha256.
+const gpuOperatorDir = "gpu-operator"
 
-// GPUOperatorFile returns the absolute path of a file in the GPU Operator
-// module, downloading the module through the Go module proxy if the module
-// cache lacks it.
-func GPUOperatorFile(rel string) (string, error) {
-	dirOnce.Do(func() { dir, dirErr = moduleDir(GPUOperatorModule, version(GPUOperatorModule, gpuOperatorVersion)) })
-	if dirErr != nil {
-		return "", dirErr
-	}
-	return filepath.Join(dir, rel), nil
-}
+//go:embed gpu-operator
+var gpuOperator embed.FS
 
-func version(mod, fallback string) string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == mod {
-				if d.Replace != nil {
-					return d.Replace.Version
-				}
-				return d.Version
-			}
-		}
-	}
-	return fallback
-}
-
-func moduleDir(mod, ver string) (string, error) {
-	out, err := exec.Command("go", "mod", "download", "-json", mod+"@"+ver).Output()
+// GPUOperatorFile returns the contents of a file of the GPU Operator
+// module (ClusterPolicyCRD, ClusterPolicySample, DefaultMIGPartedConfig), as the pinned version ships it.
+func GPUOperatorFile(rel string) ([]byte, error) {
+	data, err := fs.ReadFile(gpuOperator, path.Join(gpuOperatorDir, rel))
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			return "", fmt.Errorf("go mod download %s@%s: %w: %s", mod, ver, err, ee.Stderr)
-		}
-		return "", fmt.Errorf("go mod download %s@%s: %w (is go on PATH?)", mod, ver, err)
+		return nil, fmt.Errorf("%s: not among the embedded GPU Operator files (hack/update-upstream.sh copies them): %w", GPUOperatorFileName(rel), err)
 	}
-	var info struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &info); err != nil {
-		return "", err
-	}
-	if info.Error != "" || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %s", mod, ver, info.Error)
-	}
-	return info.Dir, nil
+	return data, nil
+}
+
+// GPUOperatorFileName names a file of the GPU Operator module for messages
+// and reports: module@version/path.
+func GPUOperatorFileName(rel string) string {
+	return GPUOperatorModule + "@" + gpuOperatorVersion + "/" + rel
 }
 
 // GPUOperatorVersion is the GPU Operator module version whose files a run
 // uses (its CRD, sample and default MIG config).
-func GPUOperatorVersion() string { return version(GPUOperatorModule, gpuOperatorVersion) }
+func GPUOperatorVersion() string { return gpuOperatorVersion }

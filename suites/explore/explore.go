@@ -214,10 +214,13 @@ func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 	r := harness.From(ctx)
 	cs := r.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unlabelledNamespace}}
+	harness.Own(&ns.ObjectMeta)
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctx, err
 	}
-	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, otherRuntimeClassObject(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	rc := otherRuntimeClassObject()
+	harness.Own(&rc.ObjectMeta)
+	if _, err := cs.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return ctx, err
 	}
 	if err := r.EnsureServiceAccounts(ctx); err != nil {
@@ -243,6 +246,7 @@ func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 				d := d
 				pod := workload.New("explore-resident", tns, "resident-"+n.Name).ForPool(p, &d).RuntimeClass("nvidia").Limit(res, 1)
 				pod.Labels[residentLabel] = "true"
+				harness.Own(&pod.ObjectMeta)
 				pod.Spec.NodeName = n.Name
 				if _, err := cs.CoreV1().Pods(tns).Create(ctx, pod.Pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 					// A candidate that refuses well-formed pods fails other

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -62,11 +61,11 @@ func TestKubeletSimulatorAgrees(t *testing.T) {
 }
 
 func loadCorpus() ([]differential.Shape, error) {
-	root, err := harness.RepoRoot()
+	dir, err := harness.ManifestPath(differential.DefaultCorpus)
 	if err != nil {
 		return nil, err
 	}
-	return differential.Load(filepath.Join(root, differential.DefaultCorpus))
+	return differential.Load(dir)
 }
 
 // differentialRun carries the real node from shape to shape: it stays in
@@ -98,7 +97,13 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 		return err
 	}
 	for _, rc := range s.RuntimeClasses {
-		if _, err := r.Client.NodeV1().RuntimeClasses().Create(ctx, rc.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		rc = rc.DeepCopy()
+		harness.Own(&rc.ObjectMeta)
+		_, err := r.Client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue // the cluster's own: used, not removed
+		}
+		if err != nil {
 			return fmt.Errorf("creating the shape's RuntimeClass %s: %w", rc.Name, err)
 		}
 		defer func() {

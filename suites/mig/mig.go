@@ -36,9 +36,12 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
 			pool = r.FirstPool(t, fleet.ModeMIG)
-			nodes, err := r.PoolNodes(ctx, pool.Name, nil)
+			nodes, _, err := r.Disruptable(ctx, pool.Name)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(nodes) == 0 {
+				t.Skipf("no node of pool %s is named with --disruptive-nodes", pool.Name)
 			}
 			node, original = nodes[0].Name, nodes[0].Labels[fakegpu.LabelMIGConfig]
 			return ctx

@@ -1,14 +1,9 @@
-// Package sharing checks the sharing part of the GPU pool contract.
 package sharing
 
 import (
 	"testing"
 
-	"sigs.k8s.io/e2e-framework/pkg/env"
-
 	"github.com/gpupool/gpupool/e2e/harness"
 )
 
-var testenv env.Environment
-
-func TestMain(m *testing.M) { harness.RunSuite(m, &testenv) }
+func TestMain(m *testing.M) { harness.RunSuite(m, Suite) }

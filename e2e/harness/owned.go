@@ -1,0 +1,187 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/e2e/workload"
+)
+
+// LabelRun marks every object a run creates in a cluster, with the run's
+// id: in a cluster gpupool did not make, it is how the run (or a later
+// 'gpupool down --kubeconfig') finds what to remove.
+const LabelRun = "gpupool.dev/run"
+
+var runIDFlag = flag.String("gpupool.run-id", os.Getenv("GPUPOOL_RUN_ID"), "the run's id, put on every object the suites create (default: a new one)")
+
+var runID string
+
+// RunID is the id the objects of this process's run carry.
+func RunID() string {
+	if runID == "" {
+		runID = *runIDFlag
+		if runID == "" {
+			runID = NewRunName()
+		}
+	}
+	return runID
+}
+
+// Own labels an object the run creates, so the run's cleanup finds it.
+func Own(m *metav1.ObjectMeta) {
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[LabelRun] = RunID()
+	m.Labels[fleet.LabelManagedBy] = fleet.ManagedBy
+}
+
+// RemoveOwned deletes from the cluster every object labelled with the run
+// id (any run's when id is ""), and every check pod, of every kind the
+// apiserver serves, and waits until they are gone. Namespaced objects go
+// first, then namespaces, then cluster-scoped objects, CRDs last. It
+// returns how many objects it deleted.
+func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.Duration) (int, error) {
+	rc = rest.CopyConfig(rc)
+	rc.WarningHandler = rest.NoWarnings{} // listing every kind warns of deprecated ones
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return 0, err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return 0, err
+	}
+	lists, err := discovery.ServerPreferredResources(dc)
+	if err != nil && len(lists) == 0 {
+		return 0, fmt.Errorf("listing the kinds the cluster serves: %w", err)
+	}
+	type res struct {
+		gvr        schema.GroupVersionResource
+		namespaced bool
+		rank       int
+	}
+	var all []res
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !has(r.Verbs, "list") || !has(r.Verbs, "delete") {
+				continue
+			}
+			rank := 0
+			switch {
+			case r.Name == "namespaces":
+				rank = 1
+			case r.Name == "customresourcedefinitions":
+				rank = 4
+			case r.Name == "validatingadmissionpolicies" || r.Name == "mutatingadmissionpolicies":
+				rank = 3 // after their bindings
+			case !r.Namespaced:
+				rank = 2
+			}
+			all = append(all, res{gv.WithResource(r.Name), r.Namespaced, rank})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
+	runSel := LabelRun
+	if id != "" {
+		runSel = LabelRun + "=" + id
+	}
+	type left struct {
+		ri   dynamic.ResourceInterface
+		name string
+		what string
+	}
+	var gone []left
+	var errs []error
+	for _, r := range all {
+		sels := []string{runSel}
+		if r.gvr.Resource == "pods" {
+			sels = append(sels, workload.LabelCheck)
+		}
+		for _, sel := range sels {
+			list, err := dyn.Resource(r.gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				if !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) && !apierrors.IsForbidden(err) {
+					errs = append(errs, fmt.Errorf("listing %s: %w", r.gvr.Resource, err))
+				}
+				continue
+			}
+			for _, o := range list.Items {
+				var ri dynamic.ResourceInterface = dyn.Resource(r.gvr)
+				if r.namespaced {
+					ri = dyn.Resource(r.gvr).Namespace(o.GetNamespace())
+				}
+				what := fmt.Sprintf("%s %s", o.GetKind(), o.GetName())
+				if o.GetNamespace() != "" {
+					what = fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+				}
+				if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+					errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
+					continue
+				}
+				gone = append(gone, left{ri, o.GetName(), what})
+			}
+		}
+	}
+	err = wait.For(ctx, fmt.Sprintf("the %d objects the run made to be gone", len(gone)), timeout, func(ctx context.Context) (bool, string, error) {
+		var still []string
+		for _, g := range gone {
+			if _, err := g.ri.Get(ctx, g.name, metav1.GetOptions{}); err == nil {
+				still = append(still, g.what)
+			}
+		}
+		return len(still) == 0, "still there: " + strings.Join(still, ", "), nil
+	})
+	return len(gone), errors.Join(append(errs, err)...)
+}
+
+func has(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+var disruptiveNodesFlag = flag.String("gpupool.disruptive-nodes", "", "on a cluster gpupool did not make: the nodes disruptive checks may change, comma-separated (default: every node of a cluster gpupool made)")
+
+// Disruptable returns the nodes of a pool a disruptive check may change:
+// every node on a cluster gpupool made, else those named with
+// --gpupool.disruptive-nodes. all says whether that is the whole pool.
+func (r *Run) Disruptable(ctx context.Context, pool string) (nodes []corev1.Node, all bool, err error) {
+	poolNodes, err := r.PoolNodes(ctx, pool, nil)
+	if err != nil || *disruptiveNodesFlag == "" {
+		return poolNodes, true, err
+	}
+	allowed := map[string]bool{}
+	for _, n := range strings.Split(*disruptiveNodesFlag, ",") {
+		allowed[strings.TrimSpace(n)] = true
+	}
+	for _, n := range poolNodes {
+		if allowed[n.Name] {
+			nodes = append(nodes, n)
+		}
+	}
+	return nodes, len(nodes) == len(poolNodes), nil
+}

@@ -1,0 +1,141 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// source is the embedded SOURCE file, parsed.
+type source struct {
+	module, version string
+	sha256          map[string]string // path in the module → hex
+}
+
+func readSource(t *testing.T) source {
+	t.Helper()
+	data, err := fs.ReadFile(gpuOperator, path.Join(gpuOperatorDir, "SOURCE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := source{sha256: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 0 || strings.HasPrefix(f[0], "#"):
+		case f[0] == "module" && len(f) == 2:
+			s.module = f[1]
+		case f[0] == "version" && len(f) == 2:
+			s.version = f[1]
+		case f[0] == "sha256" && len(f) == 3:
+			s.sha256[f[2]] = f[1]
+		default:
+			t.Fatalf("SOURCE: malformed line %q", sc.Text())
+		}
+	}
+	return s
+}
+
+// The copies are there and match SOURCE, with no toolchain: this is what a
+// binary built with go install carries.
+func TestEmbeddedGPUOperatorFiles(t *testing.T) {
+	src := readSource(t)
+	if src.module != GPUOperatorModule || src.version != GPUOperatorVersion() {
+		t.Errorf("SOURCE names %s@%s, upstream.go pins %s@%s: run hack/update-upstream.sh", src.module, src.version, GPUOperatorModule, GPUOperatorVersion())
+	}
+	for _, rel := range []string{ClusterPolicyCRD, ClusterPolicySample, DefaultMIGPartedConfig} {
+		data, err := GPUOperatorFile(rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(data) == 0 {
+			t.Errorf("%s is empty", rel)
+		}
+		if src.sha256[rel] == "" {
+			t.Errorf("SOURCE has no sha256 of %s", rel)
+		}
+	}
+	// Every embedded file is in SOURCE with its hash, and nothing else is.
+	n := 0
+	err := fs.WalkDir(gpuOperator, gpuOperatorDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == path.Join(gpuOperatorDir, "SOURCE") {
+			return err
+		}
+		n++
+		rel := strings.TrimPrefix(p, gpuOperatorDir+"/")
+		data, err := fs.ReadFile(gpuOperator, p)
+		if err != nil {
+			return err
+		}
+		if got, want := sha256Hex(data), src.sha256[rel]; got != want {
+			t.Errorf("%s: sha256 %s, SOURCE says %q", rel, got, want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != len(src.sha256) {
+		t.Errorf("%d files embedded, SOURCE lists %d", n, len(src.sha256))
+	}
+	if _, err := GPUOperatorFile("no/such/file.yaml"); err == nil {
+		t.Error("GPUOperatorFile of a file not embedded: no error")
+	}
+}
+
+// The copies are the module's files, unmodified, where the module can be
+// had (go on PATH and the module in the module cache).
+func TestEmbeddedGPUOperatorFilesMatchTheModule(t *testing.T) {
+	src := readSource(t)
+	dir := moduleDir(t, src.module+"@"+src.version)
+	for rel, sum := range src.sha256 {
+		want, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+		if err != nil {
+			t.Errorf("the module: %v", err)
+			continue
+		}
+		got, err := fs.ReadFile(gpuOperator, path.Join(gpuOperatorDir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from the module's: run hack/update-upstream.sh", rel)
+		}
+		if sha256Hex(want) != sum {
+			t.Errorf("%s: SOURCE's sha256 %s is not the module file's %s", rel, sum, sha256Hex(want))
+		}
+	}
+}
+
+// moduleDir is the module's directory in the module cache, or skips the
+// test. GOPROXY=off: the test never downloads.
+func moduleDir(t *testing.T, modVersion string) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go on PATH: cannot compare with the module")
+	}
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Env = append(os.Environ(), "GOPROXY=off")
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	_ = json.Unmarshal(out, &info)
+	if err != nil || info.Dir == "" {
+		t.Skipf("%s is not in the module cache (go mod download: %v %s): cannot compare with the module", modVersion, err, info.Error)
+	}
+	return info.Dir
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}

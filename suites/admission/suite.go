@@ -1,0 +1,18 @@
+// Package admission checks the admission part of the GPU pool contract.
+package admission
+
+import (
+	"sigs.k8s.io/e2e-framework/pkg/env"
+
+	"github.com/gpupool/gpupool/e2e/harness"
+)
+
+var testenv env.Environment
+
+// Suite is this package's checks; main_test.go runs it under go test, and
+// the gpupool binary links it.
+var Suite = harness.NewSuite(&testenv, harness.SuiteFuncs{},
+	TestRequiresRuntimeClass,
+	TestRequiresSKUSelector,
+	TestCPUPodAdmitted,
+)
