@@ -28,6 +28,7 @@ func certifyCommand() *cobra.Command {
 	fs.StringVar(&f.out, "out", "", "bundle directory (required; must not exist or be empty)")
 	f.suites = ""
 	f.explore.register(fs)
+	f.target.register(fs) // a vendor certifies the cluster it runs
 	fs.StringVar(&p.VendorName, "vendor", "", "PRODUCT.yaml vendorName: the legal entity certifying")
 	fs.StringVar(&p.PlatformName, "platform", "", "PRODUCT.yaml platformName (default: the candidate's name)")
 	fs.StringVar(&p.PlatformVersion, "platform-version", "", "PRODUCT.yaml platformVersion: the version of what is certified")
@@ -58,6 +59,9 @@ func certifyCommand() *cobra.Command {
 			p.PlatformName = plan.Candidate.Name
 		}
 		p.KubernetesVersion = minorOf(harness.KubeVersion)
+		if v := s.Components["kubernetes"]; f.target.kubeconfig != "" && v != "" {
+			p.KubernetesVersion = minorOf(v) // the certified cluster's, not gpupool's own
+		}
 		cert := reports.Certification{Product: p, Versions: versions(), ChecklistVersion: checks.AIConformanceVersion}
 		for _, r := range checks.AIRequirements {
 			cert.Requirements = append(cert.Requirements, reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks})
@@ -68,6 +72,7 @@ func certifyCommand() *cobra.Command {
 		if err := s.WriteCertification(out, cert); err != nil {
 			return err
 		}
+		setPhase("")
 		s.PrintTable(os.Stdout)
 		fmt.Printf("certification bundle: %s (%s, %s, %s, %s, candidate/)\n", out,
 			reports.CertJUnitFile, reports.CertLogFile, reports.CertProductFile, reports.CertMappingFile)

@@ -46,9 +46,16 @@ func main() {
 	if len(os.Args) > 2 && os.Args[1] == suiteExecArg {
 		os.Exit(suiteExec(os.Args[2], os.Args[3:]))
 	}
+	stopStatus := startStatus()
+	code := runCLI(newRoot())
+	stopStatus()
+	os.Exit(code)
+}
+
+// runCLI runs the command line and returns the exit code.
+func runCLI(root *cobra.Command) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	root := newRoot()
 	if len(os.Args) == 2 && os.Args[1] == "--version" {
 		root.SetArgs([]string{"version"})
 	}
@@ -56,15 +63,15 @@ func main() {
 	var ee exitError
 	switch {
 	case err == nil:
+		return 0
 	case errors.As(err, &ee):
-		os.Exit(ee.code)
+		return ee.code
 	case errors.Is(err, pflag.ErrHelp):
-		os.Exit(0)
-	default:
-		fmt.Fprintln(os.Stderr, "gpupool:", err)
-		if ctx.Err() != nil {
-			os.Exit(130)
-		}
-		os.Exit(2)
+		return 0
 	}
+	fmt.Fprintln(os.Stderr, "gpupool:", err)
+	if ctx.Err() != nil {
+		return 130
+	}
+	return 2
 }

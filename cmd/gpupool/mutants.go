@@ -122,6 +122,7 @@ func mutantsCommand() *cobra.Command {
 			}
 		}
 
+		setPhase("")
 		fmt.Println()
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tWITHOUT EXPLORATION\tDETAIL")

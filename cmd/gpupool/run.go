@@ -109,6 +109,7 @@ func runCommand() *cobra.Command {
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		s, _, out, err := runContract(ctx, f)
+		setPhase("")
 		if err != nil {
 			return err
 		}
@@ -224,6 +225,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 		}
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
+		setPhase("removing cluster %s", spec.id)
 		if err := provider.Down(dctx); err != nil {
 			logf("tearing down %s: %v", spec.id, err)
 		} else {
@@ -234,6 +236,7 @@ func execute(ctx context.Context, spec runSpec) (*reports.Summary, error) {
 		provider.Detach()
 	}
 	summary := newSummary(spec, provider.Kind(), started)
+	setPhase("bringing up the %s cluster, installing candidate %s, creating fleet %s", provider.Kind(), plan.Candidate.Name, plan.Fleet.Metadata.Name)
 	r, err := harness.Up(ctx, plan, provider)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -277,6 +280,7 @@ func executeAttached(ctx context.Context, spec runSpec, started time.Time) (*rep
 		logf("removed the %d objects run %s made in %s", n, spec.id, r.Cluster.Name)
 	}()
 	var err error
+	setPhase("attaching to %s", spec.existing.Kubeconfig)
 	r, err = harness.AttachTo(ctx, spec.plan, spec.existing, spec.installCandidate)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -306,7 +310,12 @@ func runSuites(ctx context.Context, spec runSpec, r *harness.Run, provider strin
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range spec.suites {
+	for i, s := range spec.suites {
+		what := fmt.Sprintf("suite %s (%d of %d)", s.Name, i+1, len(spec.suites))
+		if s.Name == "explore" && spec.explore.budget != "0" {
+			what += ": exploring each rule within its budget"
+		}
+		setPhase("%s", what)
 		if err := runSuite(ctx, s, r, skip, extra, spec.quiet, ef); err != nil {
 			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {

@@ -256,6 +256,7 @@ var goMemLimit = regexp.MustCompile(`^([0-9]+(B|KiB|MiB|GiB|TiB)?|off)$`)
 // removes the cluster, whatever happens.
 func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
 	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
+	setPhase("scale: fleet %s (%d nodes), workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
 	provider, err := harness.TunedProvider(name, tuning)
 	if err != nil {
 		return nil, err
@@ -298,6 +299,7 @@ func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Wor
 }
 
 func printFigures(figs []scale.Figure) {
+	setPhase("")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nRUN\tFIGURE\tVALUE\tTARGET\t\tANCHOR")
 	for _, f := range figs {
