@@ -26,15 +26,16 @@ func main() {
 	namespace := flag.String("namespace", "gpu-operator", "namespace of the GPU Operator's ConfigMaps")
 	migDefault := flag.String("default-mig-config", "", "file holding the Operator's default mig-parted ConfigMap (e.g. the gpu-operator module's assets/state-mig-manager/0400_configmap.yaml)")
 	delay := flag.Duration("mig-reconfigure-delay", 500*time.Millisecond, "how long a node stays in mig.config.state=pending")
+	nodeSelector := flag.String("node-selector", "", "label selector of the nodes to simulate the stack for (default every node)")
 	flag.Parse()
 
-	if err := run(*kubeconfig, *namespace, *migDefault, *delay); err != nil {
+	if err := run(*kubeconfig, *namespace, *migDefault, *nodeSelector, *delay); err != nil {
 		fmt.Fprintln(os.Stderr, "fakegpu-controller:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig, namespace, migDefault string, delay time.Duration) error {
+func run(kubeconfig, namespace, migDefault, nodeSelector string, delay time.Duration) error {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -42,6 +43,7 @@ func run(kubeconfig, namespace, migDefault string, delay time.Duration) error {
 	opt := controller.Options{
 		Namespace:           namespace,
 		MIGReconfigureDelay: delay,
+		NodeSelector:        nodeSelector,
 		Log: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 		},

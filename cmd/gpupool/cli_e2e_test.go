@@ -730,3 +730,75 @@ func clusterObjects(t *testing.T, kubeconfig string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// --simulate-pools joins the fleet to a cluster gpupool did not make (here
+// one 'gpupool up' made with only CPU nodes): the reference fleet comes up
+// as nodes labelled with the run, looked after by a kwok and a fakegpu
+// controller the run starts for them alone, and every check passes on
+// them, the disruptive ones included (the nodes are the run's). Afterwards
+// the cluster has exactly the objects it had, and nothing of the run's is
+// left running on this machine.
+func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
+	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	fleetFile := filepath.Join(dir, "cpu-only.yaml")
+	require.NoError(t, os.WriteFile(fleetFile, []byte(`apiVersion: gpupool.dev/v1alpha1
+kind: Fleet
+metadata: {name: cpu-only}
+spec:
+  pools:
+    - {name: system, nodes: 2}
+`), 0o644))
+	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
+	up := exec.Command(gpupoolBin, "up", "--fleet", fleetFile)
+	up.Dir, up.Env = repoRoot, env
+	upOut, err := up.StdoutPipe()
+	require.NoError(t, err)
+	up.Stderr = os.Stderr
+	require.NoError(t, up.Start())
+	defer func() {
+		_ = up.Process.Signal(syscall.SIGINT)
+		_ = up.Wait()
+	}()
+	kubeconfig := ""
+	sc := bufio.NewScanner(upOut)
+	deadline := time.AfterFunc(3*time.Minute, func() { _ = up.Process.Kill() })
+	for sc.Scan() {
+		if _, kc, ok := strings.Cut(sc.Text(), "export KUBECONFIG="); ok {
+			kubeconfig = strings.TrimSpace(kc)
+			break
+		}
+	}
+	deadline.Stop()
+	require.NotEmpty(t, kubeconfig, "gpupool up never printed its kubeconfig")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	before := clusterObjects(t, kubeconfig)
+
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--explore-budget", "20/10s")
+	require.Equal(t, 0, r.exit)
+	s, err := reports.ReadSummary(r.out)
+	require.NoError(t, err)
+	assert.Equal(t, "pass", s.Result)
+	assert.Equal(t, candidate.AsConfigured, s.Candidate.Name)
+	ran := map[string]bool{}
+	for _, c := range s.Checks {
+		assert.Equal(t, "pass", c.Result, c.ID)
+		ran[c.ID] = true
+	}
+	for _, c := range checks.All() {
+		if c.Disruptive && c.Provider == "" {
+			assert.True(t, ran[c.ID], "disruptive check %s runs on the run's own nodes", c.ID)
+		}
+	}
+	assert.Contains(t, r.stderr, "simulated nodes joined")
+	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte("--manage-nodes-with-label-selector")) && bytes.Contains(b, []byte(s.RunID)) {
+			t.Errorf("the run's kwok still runs: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}

@@ -38,11 +38,13 @@ type runFlags struct {
 // targetFlags point a run at a cluster gpupool did not make.
 type targetFlags struct {
 	kubeconfig, context, disruptiveNodes string
+	simulate                             bool
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.kubeconfig, "kubeconfig", "", "check this existing cluster instead of bringing one up: as configured (nothing installed) unless --candidate is given, then the candidate is installed first and removed after; its nodes must carry gpupool.dev/pool=<pool>")
 	fs.StringVar(&t.context, "context", "", "the kubeconfig context to use (default its current one)")
+	fs.BoolVar(&t.simulate, "simulate-pools", false, "with --kubeconfig: join the fleet to the cluster as simulated nodes (a kwok and a fakegpu controller run here for them alone) instead of checking the nodes it has")
 	fs.StringVar(&t.disruptiveNodes, "disruptive-nodes", "", "with --kubeconfig: the nodes disruptive checks (device plugin down, Xid, MIG relabel) may change, comma-separated; without it they are skipped")
 }
 
@@ -171,7 +173,7 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
 	}
 	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore,
-		existing: existing, installCandidate: f.candidate != "", disruptiveNodes: f.target.disruptiveNodes})
+		existing: existing, installCandidate: f.candidate != "", simulatePools: f.target.simulate, disruptiveNodes: f.target.disruptiveNodes})
 	return s, plan, out, err
 }
 
@@ -194,6 +196,7 @@ type runSpec struct {
 	// disruptive checks may change (none: they are skipped).
 	existing         *cluster.Existing
 	installCandidate bool
+	simulatePools    bool
 	disruptiveNodes  string
 }
 
@@ -267,9 +270,13 @@ func executeAttached(ctx context.Context, spec runSpec, started time.Time) (*rep
 	summary := newSummary(spec, spec.existing.Kind(), started)
 	var r *harness.Run
 	defer func() {
-		if r == nil {
+		if r == nil || r.Cluster == nil {
 			return
 		}
+		// Objects first, while the run's kwok still finishes its pods'
+		// deletion; then the run's own controllers.
+		defer r.Stop()
+		setPhase("removing what run %s made in %s", spec.id, r.Cluster.Name)
 		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 		n, err := harness.RemoveOwned(dctx, r.Cluster.REST, spec.id, 2*time.Minute)
@@ -281,7 +288,7 @@ func executeAttached(ctx context.Context, spec runSpec, started time.Time) (*rep
 	}()
 	var err error
 	setPhase("attaching to %s", spec.existing.Kubeconfig)
-	r, err = harness.AttachTo(ctx, spec.plan, spec.existing, spec.installCandidate)
+	r, err = harness.AttachTo(ctx, spec.plan, spec.existing, harness.AttachOptions{InstallCandidate: spec.installCandidate, SimulatePools: spec.simulatePools})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted (%v) during setup", ctx.Err())
@@ -298,11 +305,14 @@ func runSuites(ctx context.Context, spec runSpec, r *harness.Run, provider strin
 	summary.Components = r.Cluster.Components
 	extra := spec.explore.args(filepath.Join(spec.out, "counterexamples"))
 	extra = append(extra, "--gpupool.run-id", spec.id)
+	if spec.simulatePools {
+		extra = append(extra, "--gpupool.simulated-pools")
+	}
 	if spec.existing != nil && spec.disruptiveNodes != "" {
 		extra = append(extra, "--gpupool.disruptive-nodes", spec.disruptiveNodes)
 	}
 	skip := harness.OtherProvidersLabels(provider)
-	if spec.existing != nil && spec.disruptiveNodes == "" {
+	if spec.existing != nil && !spec.simulatePools && spec.disruptiveNodes == "" {
 		skip += "," + checks.LabelDisruptive + "=true"
 	}
 	events := filepath.Join(spec.out, "events.json")
@@ -564,8 +574,8 @@ func suiteNames() string {
 // existing returns the cluster --kubeconfig names, or nil.
 func (t targetFlags) existing(provider string) (*cluster.Existing, error) {
 	if t.kubeconfig == "" {
-		if t.context != "" || t.disruptiveNodes != "" {
-			return nil, errors.New("--context and --disruptive-nodes go with --kubeconfig")
+		if t.context != "" || t.disruptiveNodes != "" || t.simulate {
+			return nil, errors.New("--context, --simulate-pools and --disruptive-nodes go with --kubeconfig")
 		}
 		return nil, nil
 	}

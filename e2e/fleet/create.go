@@ -26,6 +26,10 @@ type CreateOptions struct {
 	// fill in what the GPU stack would publish, so a node joins in one
 	// write instead of three).
 	Prepare func(*corev1.Node) error
+	// Selector picks the fleet's nodes among the cluster's when waiting
+	// for them to be Ready (default: every node gpupool manages), for a
+	// fleet joined to a cluster that has nodes of gpupool's already.
+	Selector string
 }
 
 // CreateStats says how node bring-up went.
@@ -88,7 +92,10 @@ func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateO
 	stats := CreateStats{Nodes: len(nodes), CreateTime: time.Since(start)}
 
 	want := len(nodes)
-	ready, err := waitReady(ctx, cs, want, opt.ReadyTimeout)
+	if opt.Selector == "" {
+		opt.Selector = LabelManagedBy + "=" + ManagedBy
+	}
+	ready, err := waitReady(ctx, cs, opt.Selector, want, opt.ReadyTimeout)
 	stats.ReadyTime = time.Since(start)
 	if stats.ReadyTime > 0 {
 		stats.NodesPerSec = float64(ready) / stats.ReadyTime.Seconds()
@@ -99,9 +106,9 @@ func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateO
 // waitReady watches the fleet's nodes until want of them are Ready and
 // untainted. A watch, not a poll: listing 10,000 nodes ten times a second
 // would be most of the apiserver's work.
-func waitReady(ctx context.Context, cs kubernetes.Interface, want int, timeout time.Duration) (int, error) {
+func waitReady(ctx context.Context, cs kubernetes.Interface, selector string, want int, timeout time.Duration) (int, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = LabelManagedBy + "=" + ManagedBy
+		o.LabelSelector = selector
 	}))
 	inf := factory.Core().V1().Nodes().Informer()
 	var mu sync.Mutex

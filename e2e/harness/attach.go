@@ -3,11 +3,13 @@ package harness
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
@@ -20,14 +22,33 @@ import (
 // SetRunID names the run whose objects this process labels (see Own).
 func SetRunID(id string) { runID = id }
 
+// AttachOptions say what a run does in a cluster gpupool did not make.
+type AttachOptions struct {
+	// InstallCandidate installs the plan's candidate first, labelled with
+	// the run id for RemoveOwned; the run refuses, before applying
+	// anything, if the cluster already has one of its objects. Without it
+	// the cluster is checked as configured.
+	InstallCandidate bool
+	// SimulatePools joins the plan's fleet to the cluster as simulated
+	// nodes labelled with the run id, looked after by a kwok controller and
+	// a fakegpu controller this process runs for them alone. Without it the
+	// cluster's own nodes must form the fleet's pools.
+	SimulatePools bool
+}
+
 // AttachTo points a run at a cluster gpupool did not make (p is a
-// cluster.Existing): its nodes must already form the fleet's pools, each
-// node labelled gpupool.dev/pool with its pool's name. With
-// installCandidate the plan's candidate is installed first, labelled with
-// the run id for RemoveOwned; the run refuses, before applying anything,
-// if the cluster already has one of its objects. Without it, the cluster
-// is checked as configured and nothing is installed.
-func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, installCandidate bool) (*Run, error) {
+// cluster.Existing). Unless it simulates the pools, the cluster's nodes
+// must form the fleet's pools, each labelled gpupool.dev/pool with its
+// pool's name. On error the caller still calls Stop and RemoveOwned.
+func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
+	r, err := attach(ctx, plan, p, opt)
+	if err != nil && r != nil {
+		r.Stop()
+	}
+	return r, err
+}
+
+func attach(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
 	r := &Run{Plan: plan, Log: stderrLog}
 	start := time.Now()
 	c, err := p.Up(ctx)
@@ -38,39 +59,44 @@ func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, installCandid
 	if err := r.Attach(c); err != nil {
 		return nil, err
 	}
+	// From here on the run may have made objects: r goes back to the
+	// caller with any error, for cleanup.
 	var missing []string
 	for _, pool := range plan.Fleet.Spec.Pools {
+		if opt.SimulatePools {
+			break
+		}
 		list, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: fleet.LabelPool + "=" + pool.Name})
 		if err != nil {
-			return nil, err
+			return r, err
 		}
 		if len(list.Items) == 0 {
 			missing = append(missing, pool.Name)
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("fleet %s: no node of cluster %s forms pool %s: label each node %s=<pool> (or pass --fleet with the pools the cluster has)",
+		return r, fmt.Errorf("fleet %s: no node of cluster %s forms pool %s: label each node %s=<pool> (or pass --fleet with the pools the cluster has)",
 			plan.Fleet.File, c.Name, strings.Join(missing, ", "), fleet.LabelPool)
 	}
-	if !installCandidate {
+	if !opt.InstallCandidate {
 		r.Log("checking %s as configured: nothing installed", c.Name)
-		return r, nil
+		return r, r.simulatePools(ctx, opt)
 	}
 	applier, err := candidate.NewApplier(c.REST)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	applier.ServerSide = r.ServerSideApply
 	applier.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
 	there, err := plan.Candidate.Existing(ctx, applier, LabelRun)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	if len(there) > 5 {
 		there = append(there[:5], fmt.Sprintf("and %d more", len(there)-5))
 	}
 	if len(there) > 0 {
-		return nil, fmt.Errorf("candidate %s: cluster %s already has %s; gpupool installs a candidate in a cluster it did not make only where every object is new, so that it can remove them afterwards. Check the cluster as configured (no --candidate), or remove them first",
+		return r, fmt.Errorf("candidate %s: cluster %s already has %s; gpupool installs a candidate in a cluster it did not make only where every object is new, so that it can remove them afterwards. Check the cluster as configured (no --candidate), or remove them first",
 			plan.Candidate.Dir, c.Name, strings.Join(there, "; "))
 	}
 	// The cluster's own ClusterPolicy CRD, if it has one, is the schema
@@ -78,26 +104,79 @@ func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, installCandid
 	// installed, labelled like the candidate.
 	dyn, err := dynamic.NewForConfig(c.REST)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	_, err = dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, "clusterpolicies.nvidia.com", metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := r.installUpstreamCRDs(ctx, applier); err != nil {
-			return nil, err
+			return r, err
 		}
 	case err != nil:
-		return nil, err
+		return r, err
 	}
 	start = time.Now()
 	if _, err := plan.Candidate.Install(ctx, applier); err != nil {
-		return nil, err
+		return r, err
 	}
 	r.Log("candidate %s: %d objects applied in %s, labelled %s=%s", plan.Candidate.Name, len(plan.Candidate.Objects), time.Since(start).Round(time.Millisecond), LabelRun, RunID())
 	took, err := barrier.Await(ctx, r.Client, metav1.NamespaceSystem)
 	if err != nil {
-		return nil, err
+		return r, err
 	}
 	r.Log("candidate's admission policies enforced after %s", took.Round(time.Millisecond))
-	return r, nil
+	return r, r.simulatePools(ctx, opt)
+}
+
+// simulatedNodePrefix starts the names of a run's simulated nodes: the
+// random part of the run id.
+func simulatedNodePrefix() string {
+	id := RunID()
+	return "sim-" + id[strings.LastIndexByte(id, '-')+1:] + "-"
+}
+
+// simulatePools joins the fleet as simulated nodes carrying the run's
+// label, with a kwok controller and a fakegpu controller for them alone,
+// and waits until they advertise the GPU Operator config the cluster has.
+func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
+	if !opt.SimulatePools {
+		return nil
+	}
+	r.simulatedPools = true
+	sel := LabelRun + "=" + RunID()
+	k, err := cluster.StartKwok(filepath.Join(CacheDir(), "kwok-"+KwokVersion, "kwok"), r.Cluster.Kubeconfig, sel)
+	if err != nil {
+		return err
+	}
+	r.kwok = k
+	if err := r.startGPUStack(ctx); err != nil {
+		return err
+	}
+	stats, err := r.Fleet.Create(ctx, r.Client, fleet.CreateOptions{
+		Selector: sel,
+		Prepare: func(n *corev1.Node) error {
+			// Named after the run: the cluster may have a cpu-0 of its own.
+			n.Name = simulatedNodePrefix() + n.Name
+			n.Labels[corev1.LabelHostname] = n.Name
+			n.Labels[LabelRun] = RunID()
+			// The cluster's own kwok, if it has one, manages nodes by
+			// this annotation: these are the run's kwok's alone.
+			delete(n.Annotations, fleet.AnnotationKwokNode)
+			return nil
+		},
+	})
+	if err != nil {
+		if kerr := k.Err(); kerr != nil {
+			err = fmt.Errorf("%w (%v)", err, kerr)
+		}
+		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
+	}
+	r.FleetStats = stats
+	r.Log("fleet %s: %d simulated nodes joined %s and Ready in %s, labelled %s", r.Fleet.Metadata.Name, stats.Nodes, r.Cluster.Name, stats.ReadyTime.Round(time.Millisecond), sel)
+	start := time.Now()
+	if err := r.WaitGPUStackSynced(ctx); err != nil {
+		return err
+	}
+	r.Log("simulated GPU Operator: every simulated GPU node advertises the cluster's config after %s", time.Since(start).Round(time.Millisecond))
+	return nil
 }

@@ -73,7 +73,8 @@ func (r *Run) installGPUStackInCluster(ctx context.Context, image string) error 
 							Image:           image,
 							ImagePullPolicy: corev1.PullNever,
 							Args: []string{"--namespace", r.operatorNamespace(),
-								"--default-mig-config", "/etc/fakegpu/default-mig-parted-config.yaml"},
+								"--default-mig-config", "/etc/fakegpu/default-mig-parted-config.yaml",
+								"--node-selector", ownNodes},
 							VolumeMounts: []corev1.VolumeMount{{Name: "default-mig", MountPath: "/etc/fakegpu", ReadOnly: true}},
 						}},
 						Volumes: []corev1.Volume{{Name: "default-mig", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -30,7 +30,14 @@ const LabelRun = "gpupool.dev/run"
 
 var runIDFlag = flag.String("gpupool.run-id", os.Getenv("GPUPOOL_RUN_ID"), "the run's id, put on every object the suites create (default: a new one)")
 
+var simulatedFlag = flag.Bool("gpupool.simulated-pools", false, "the run joined its fleet to the cluster as simulated nodes labelled with its run id: pools are those nodes alone")
+
 var runID string
+
+// ownNodes selects the nodes of a cluster gpupool made: another run's
+// simulated pools joined there carry that run's label and its own
+// simulated stack.
+const ownNodes = "!" + LabelRun
 
 // RunID is the id the objects of this process's run carry.
 func RunID() string {

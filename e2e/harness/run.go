@@ -49,6 +49,11 @@ type Run struct {
 	// gpuStackInCluster: the fakegpu controller runs in the cluster (kind),
 	// not in this process.
 	gpuStackInCluster bool
+	// simulatedPools: the run joined its fleet to a cluster it did not
+	// make; its nodes carry the run's label, and its fakegpu controller
+	// and kwok look after those alone.
+	simulatedPools bool
+	kwok           *cluster.KwokProcess
 }
 
 // UpOptions tune bring-up; the zero value suits the contract suites.
@@ -77,6 +82,14 @@ type UpOptions struct {
 func (r *Run) Stop() {
 	if r.stop != nil {
 		r.stop()
+	}
+	if r.kwok != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := r.kwok.Stop(ctx); err != nil {
+			r.Log("stopping kwok: %v", err)
+		}
+		r.kwok = nil
 	}
 }
 
@@ -299,8 +312,13 @@ func (r *Run) startGPUStack(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	sel := ownNodes
+	if r.simulatedPools {
+		sel = LabelRun + "=" + RunID()
+	}
 	c, err := controller.New(r.Cluster.REST, controller.Options{
 		DefaultMIGParted: defaultMIG, Log: r.Log, NodeWorkers: r.opt.GPUStackWorkers, SkipDeviceRecords: r.opt.GPUStackSkipDeviceRecords,
+		NodeSelector: sel,
 	})
 	if err != nil {
 		return err

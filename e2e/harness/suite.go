@@ -226,6 +226,9 @@ func (r *Run) PoolNodes(ctx context.Context, pool string, domain *fleet.TrustDom
 	if domain != nil {
 		sel[fleet.LabelTrustDomain] = domain.Name
 	}
+	if *simulatedFlag {
+		sel[LabelRun] = RunID() // the run's own nodes, not the cluster's
+	}
 	list, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, err

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -62,6 +63,10 @@ type Options struct {
 	SkipDeviceRecords bool
 	// Log receives one line per notable action (nil: silent).
 	Log func(format string, args ...any)
+	// NodeSelector limits the nodes this controller simulates the stack
+	// for (a label selector; "" is every node), so two controllers can
+	// share a cluster: each run's nodes get their own.
+	NodeSelector string
 }
 
 // Controller is the simulated GPU stack for a cluster.
@@ -70,14 +75,16 @@ type Controller struct {
 	client kubernetes.Interface
 	dyn    dynamic.Interface
 
-	factory    informers.SharedInformerFactory
-	nsFactory  informers.SharedInformerFactory
-	dynFactory dynamicinformer.DynamicSharedInformerFactory
-	nodes      cache.SharedIndexInformer
-	pods       cache.SharedIndexInformer
-	configMaps cache.SharedIndexInformer
-	policies   cache.SharedIndexInformer
-	rcs        cache.SharedIndexInformer
+	factory informers.SharedInformerFactory
+	// nodeFactory holds the node informer, limited to Options.NodeSelector.
+	nodeFactory informers.SharedInformerFactory
+	nsFactory   informers.SharedInformerFactory
+	dynFactory  dynamicinformer.DynamicSharedInformerFactory
+	nodes       cache.SharedIndexInformer
+	pods        cache.SharedIndexInformer
+	configMaps  cache.SharedIndexInformer
+	policies    cache.SharedIndexInformer
+	rcs         cache.SharedIndexInformer
 
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	podQueue  workqueue.TypedRateLimitingInterface[string]
@@ -115,10 +122,17 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint()}
+	if _, err := labels.Parse(opt.NodeSelector); err != nil {
+		return nil, fmt.Errorf("fakegpu controller: node selector %q: %w", opt.NodeSelector, err)
+	}
 	c.factory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(StripManagedFields))
+	c.nodeFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(StripManagedFields),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = opt.NodeSelector }))
 	c.nsFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(opt.Namespace), informers.WithTransform(StripManagedFields))
 	c.dynFactory = dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	c.nodes = c.factory.Core().V1().Nodes().Informer()
+	// Pods on nodes outside the selector find no node in this cache and
+	// are left alone.
+	c.nodes = c.nodeFactory.Core().V1().Nodes().Informer()
 	c.pods = c.factory.Core().V1().Pods().Informer()
 	if err := c.pods.AddIndexers(cache.Indexers{"spec.nodeName": func(obj any) ([]string, error) {
 		if p, ok := obj.(*corev1.Pod); ok && p.Spec.NodeName != "" {
@@ -178,6 +192,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 // caches have synced.
 func (c *Controller) Start(ctx context.Context) error {
 	c.factory.Start(ctx.Done())
+	c.nodeFactory.Start(ctx.Done())
 	c.nsFactory.Start(ctx.Done())
 	c.dynFactory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced) {
