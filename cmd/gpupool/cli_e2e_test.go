@@ -794,10 +794,31 @@ spec:
 	}
 	assert.Contains(t, r.stderr, "simulated nodes joined")
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
+	assertNoKwokOf(t, s.RunID)
+
+	// A scale run on the same cluster: its pods stay on its own nodes (the
+	// cluster's CPU nodes would take the CPU pool's), and it leaves
+	// nothing behind.
+	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
+		"--fleets", "fleets/scale-200.yaml", "--workload", "workloads/correctness.yaml", "--out", t.TempDir())
+	require.Equal(t, 0, sr.exit)
+	assert.Contains(t, sr.stderr, "200 simulated nodes joined")
+	assert.Contains(t, sr.stderr, "phase burst: 1000 pods created")
+	assert.NotContains(t, sr.stdout+sr.stderr, "violation:")
+	assert.Regexp(t, `phase burst: .* 0 contract violations`, sr.stderr)
+	assert.NotContains(t, sr.stdout, "control plane peak RSS", "no figure for a control plane that is not this machine's")
+	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the scale run left objects behind, or removed some")
+	assertNoKwokOf(t, "") // any run's: nothing else runs beside this test
+}
+
+// assertNoKwokOf fails if a kwok a run started for its simulated pools
+// (its command line names the run; "" any run) still runs.
+func assertNoKwokOf(t *testing.T, run string) {
+	t.Helper()
 	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
 	for _, p := range procs {
 		b, err := os.ReadFile(p)
-		if err == nil && bytes.Contains(b, []byte("--manage-nodes-with-label-selector")) && bytes.Contains(b, []byte(s.RunID)) {
+		if err == nil && bytes.Contains(b, []byte("--manage-nodes-with-label-selector")) && bytes.Contains(b, []byte("gpupool.dev/run="+run)) {
 			t.Errorf("the run's kwok still runs: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}

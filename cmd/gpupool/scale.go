@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/spf13/cobra"
 	"html"
@@ -44,6 +45,9 @@ func scaleCommand() *cobra.Command {
 	candidateDir := fs.String("candidate", "", "candidate directory (default: the built-in "+harness.DefaultCandidate+")")
 	out := fs.String("out", "", "report directory (default scale-<run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
+	var target targetFlags
+	fs.StringVar(&target.kubeconfig, "kubeconfig", "", "run on this existing cluster (a real, multi-node control plane) instead of an embedded one: each fleet joins it as simulated nodes, with its GPU pool config as configured unless --candidate is given; all removed after")
+	fs.StringVar(&target.context, "context", "", "the kubeconfig context to use (default its current one)")
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -63,6 +67,14 @@ func scaleCommand() *cobra.Command {
 			if candidate, err = userPath(*candidateDir, ""); err != nil {
 				return err
 			}
+		}
+		target.simulate = target.kubeconfig != ""
+		existing, err := target.existing("")
+		if err != nil {
+			return err
+		}
+		if existing != nil && *profile {
+			return errors.New("--profile reads the embedded control plane's own ports; with --kubeconfig the control plane is not gpupool's")
 		}
 		var sizes []int
 		if *pods != "" {
@@ -115,6 +127,18 @@ func scaleCommand() *cobra.Command {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
+		if existing != nil && candidate == "" {
+			// As configured: the cluster's config, read once, for every fleet.
+			snap, err := snapshotCluster(ctx, existing, filepath.Join(dir, "cluster-config"))
+			if err != nil {
+				return err
+			}
+			for i := range jobs {
+				if jobs[i].plan, err = harness.Prepare(jobs[i].plan.Fleet.File, snap); err != nil {
+					return err
+				}
+			}
+		}
 		var runs []scaleRun
 		failed := false
 		tuning := cluster.ScaleTuning()
@@ -125,7 +149,13 @@ func scaleCommand() *cobra.Command {
 		}
 		for i, j := range jobs {
 			label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
-			res, err := scaleOne(ctx, fmt.Sprintf("%s-%d", runID, i), j.plan, j.w, tuning, profileDir)
+			name := fmt.Sprintf("%s-%d", runID, i)
+			var res *scale.Result
+			if existing != nil {
+				res, err = scaleAttached(ctx, name, j.plan, j.w, existing, candidate != "")
+			} else {
+				res, err = scaleOne(ctx, name, j.plan, j.w, tuning, profileDir)
+			}
 			run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 			if err != nil {
 				run.Error = err.Error()
@@ -252,6 +282,57 @@ func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
 // goMemLimit is the form the Go runtime takes for GOMEMLIMIT.
 var goMemLimit = regexp.MustCompile(`^([0-9]+(B|KiB|MiB|GiB|TiB)?|off)$`)
 
+// scaleUp tunes bring-up for fleets of thousands of nodes.
+var scaleUp = harness.UpOptions{
+	Fleet:                     fleet.CreateOptions{Workers: 64, ReadyTimeout: 5 * time.Minute},
+	SyncTimeout:               5 * time.Minute,
+	GPUStackWorkers:           8,
+	JoinAdvertised:            true,
+	GPUStackSkipDeviceRecords: true,
+}
+
+// scaleAttached joins one fleet to an existing cluster as simulated nodes,
+// runs the workload there and removes everything the run made.
+func scaleAttached(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, e *cluster.Existing, installCandidate bool) (*scale.Result, error) {
+	logf("scale run %s: fleet %s (%d nodes) joining %s, workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
+	setPhase("scale: fleet %s (%d nodes) joining %s, workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
+	harness.SetRunID(name)
+	var snapshot scale.APISnapshot
+	up := scaleUp
+	r, err := harness.AttachTo(ctx, plan, e, harness.AttachOptions{InstallCandidate: installCandidate, SimulatePools: true, Up: up})
+	if r != nil && r.Cluster != nil {
+		defer func() {
+			defer r.Stop()
+			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			n, err := harness.RemoveOwned(dctx, r.Cluster.REST, name, 4*time.Minute)
+			if err != nil {
+				logf("removing what scale run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", name, r.Cluster.Name, err, e.Kubeconfig)
+				return
+			}
+			logf("removed the %d objects scale run %s made in %s", n, name, r.Cluster.Name)
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	// The apiserver's counters before the workload (bring-up is in the
+	// joined fleet's figures, not the API totals, on a shared cluster).
+	if snapshot, err = scale.Snapshot(ctx, r.Client); err != nil {
+		return nil, err
+	}
+	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{Log: logf,
+		Labels: map[string]string{harness.LabelRun: name}, NodeSelector: map[string]string{harness.LabelRun: name}})
+	if err != nil {
+		return nil, err
+	}
+	res, err := runner.Run(ctx, r.FleetStats, snapshot)
+	if res != nil {
+		res.Candidate = plan.Candidate.Name
+	}
+	return res, err
+}
+
 // scaleOne brings up a tuned cluster for one fleet, runs the workload and
 // removes the cluster, whatever happens.
 func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
@@ -271,18 +352,13 @@ func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Wor
 		}
 	}()
 	var snapshot scale.APISnapshot
-	r, err := harness.UpWith(ctx, plan, provider, harness.UpOptions{
-		Fleet:                     fleet.CreateOptions{Workers: 64, ReadyTimeout: 5 * time.Minute},
-		SyncTimeout:               5 * time.Minute,
-		GPUStackWorkers:           8,
-		JoinAdvertised:            true,
-		GPUStackSkipDeviceRecords: true,
-		BeforeProvision: func(r *harness.Run) error {
-			s, err := scale.Snapshot(ctx, r.Client)
-			snapshot = s
-			return err
-		},
-	})
+	up := scaleUp
+	up.BeforeProvision = func(r *harness.Run) error {
+		s, err := scale.Snapshot(ctx, r.Client)
+		snapshot = s
+		return err
+	}
+	r, err := harness.UpWith(ctx, plan, provider, up)
 	if err != nil {
 		return nil, err
 	}

@@ -34,6 +34,9 @@ type AttachOptions struct {
 	// a fakegpu controller this process runs for them alone. Without it the
 	// cluster's own nodes must form the fleet's pools.
 	SimulatePools bool
+	// Up tunes the simulated pools' bring-up as it tunes a cluster's
+	// (scale runs).
+	Up UpOptions
 }
 
 // AttachTo points a run at a cluster gpupool did not make (p is a
@@ -49,7 +52,7 @@ func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOpt
 }
 
 func attach(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
-	r := &Run{Plan: plan, Log: stderrLog}
+	r := &Run{Plan: plan, Log: stderrLog, opt: opt.Up}
 	start := time.Now()
 	c, err := p.Up(ctx)
 	if err != nil {
@@ -152,19 +155,27 @@ func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 	if err := r.startGPUStack(ctx); err != nil {
 		return err
 	}
-	stats, err := r.Fleet.Create(ctx, r.Client, fleet.CreateOptions{
-		Selector: sel,
-		Prepare: func(n *corev1.Node) error {
-			// Named after the run: the cluster may have a cpu-0 of its own.
-			n.Name = simulatedNodePrefix() + n.Name
-			n.Labels[corev1.LabelHostname] = n.Name
-			n.Labels[LabelRun] = RunID()
-			// The cluster's own kwok, if it has one, manages nodes by
-			// this annotation: these are the run's kwok's alone.
-			delete(n.Annotations, fleet.AnnotationKwokNode)
-			return nil
-		},
-	})
+	fopt := r.opt.Fleet
+	advertise := func(*corev1.Node) error { return nil }
+	if r.opt.JoinAdvertised {
+		if err := r.WaitGPUStackSynced(ctx); err != nil {
+			return err
+		}
+		hash := r.GPUStack.ConfigHash()
+		advertise = func(n *corev1.Node) error { return r.advertised(n, hash) }
+	}
+	fopt.Selector = sel
+	fopt.Prepare = func(n *corev1.Node) error {
+		// Named after the run: the cluster may have a cpu-0 of its own.
+		n.Name = simulatedNodePrefix() + n.Name
+		n.Labels[corev1.LabelHostname] = n.Name
+		n.Labels[LabelRun] = RunID()
+		// The cluster's own kwok, if it has one, manages nodes by this
+		// annotation: these are the run's kwok's alone.
+		delete(n.Annotations, fleet.AnnotationKwokNode)
+		return advertise(n)
+	}
+	stats, err := r.Fleet.Create(ctx, r.Client, fopt)
 	if err != nil {
 		if kerr := k.Err(); kerr != nil {
 			err = fmt.Errorf("%w (%v)", err, kerr)

@@ -96,8 +96,8 @@ func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resol
 
 // ensureNamespaces creates the scale namespace and the pods' own service
 // account wherever the templates put pods.
-func ensureNamespaces(ctx context.Context, cs kubernetes.Interface, ts []template) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+func ensureNamespaces(ctx context.Context, cs kubernetes.Interface, ts []template, labels map[string]string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels}}
 	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -108,7 +108,7 @@ func ensureNamespaces(ctx context.Context, cs kubernetes.Interface, ts []templat
 				continue
 			}
 			seen[p.Namespace] = true
-			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ServiceAccount, Namespace: p.Namespace}}
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ServiceAccount, Namespace: p.Namespace, Labels: labels}}
 			if _, err := cs.CoreV1().ServiceAccounts(p.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("namespace %s: %w", p.Namespace, err)
 			}

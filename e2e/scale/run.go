@@ -34,6 +34,14 @@ type Options struct {
 	// (the cluster must run with cluster.Tuning.Profiling).
 	ProfileDir string
 	Log        func(format string, args ...any)
+	// Labels go on every object the run creates (namespace, service
+	// accounts, pods): in a cluster gpupool did not make, the run removes
+	// what carries them.
+	Labels map[string]string
+	// NodeSelector goes on every pod beside its pool's: a fleet joined to
+	// a cluster with nodes of its own keeps the run's pods on the run's
+	// nodes.
+	NodeSelector map[string]string
 }
 
 // Result is everything a scale run measured.
@@ -123,7 +131,20 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureNamespaces(ctx, cs, tmpl); err != nil {
+	for _, t := range tmpl {
+		for _, p := range t.pods {
+			for k, v := range opt.Labels {
+				p.Labels[k] = v
+			}
+			for k, v := range opt.NodeSelector {
+				if p.Spec.NodeSelector == nil {
+					p.Spec.NodeSelector = map[string]string{}
+				}
+				p.Spec.NodeSelector[k] = v
+			}
+		}
+	}
+	if err := ensureNamespaces(ctx, cs, tmpl, opt.Labels); err != nil {
 		return nil, err
 	}
 	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{})}
