@@ -691,6 +691,33 @@ func TestInstalledBinaryChecksAnyCluster(t *testing.T) {
 		assert.Equal(t, before, clusterObjects(t, kubeconfig))
 	})
 
+	t.Run("a SIGKILLed run's objects are removed by down --kubeconfig", func(t *testing.T) {
+		cmd := exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--out", t.TempDir())
+		cmd.Dir, cmd.Env = work, env
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Log(sc.Text())
+			if strings.Contains(sc.Text(), "PASS ") {
+				break
+			}
+		}
+		require.NoError(t, cmd.Process.Kill())
+		go func() {
+			for sc.Scan() {
+			}
+		}()
+		_ = cmd.Wait()
+		assert.NotEqual(t, before, clusterObjects(t, kubeconfig), "a killed run cannot clean up: its nodes and namespaces are still there")
+		r := run(t, "down", "--kubeconfig", kubeconfig)
+		require.Equal(t, 0, r.exit)
+		assert.Regexp(t, `removed [1-9][0-9]* objects gpupool runs made`, r.stderr)
+		assert.Equal(t, before, clusterObjects(t, kubeconfig))
+		assertNoKwokOf(t, "") // it died with the run
+	})
+
 	stopUp()
 	assertNothingLeft(t, state, "")
 	left, _ := filepath.Glob(filepath.Join(tmp, "*"))

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -19,47 +19,34 @@ import (
 // dies with the process that started it.
 type KwokProcess struct {
 	cmd  *exec.Cmd
-	dir  string
+	log  *tailBuffer
 	done chan error
 }
 
 // StartKwok runs binary against the cluster kubeconfig names, managing the
-// nodes labelSelector picks.
+// nodes labelSelector picks. Its Stages come on stdin and its log stays in
+// memory: a kwok killed with its run leaves no file behind.
 func StartKwok(binary, kubeconfig, labelSelector string) (*KwokProcess, error) {
 	if st, err := os.Stat(binary); err != nil || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("%w: kwok (%s)", ErrMissingBinaries, binary)
 	}
-	dir, err := os.MkdirTemp("", "gpupool-kwok-")
-	if err != nil {
-		return nil, err
-	}
-	stages := filepath.Join(dir, "stages.yaml")
-	if err := os.WriteFile(stages, []byte(strings.Join(kwokDefaultStages, "\n---\n")), 0o644); err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	log, err := os.Create(filepath.Join(dir, "kwok.log"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	defer log.Close()
 	cmd := exec.Command(binary,
-		"--config", stages,
+		"--config", "/dev/stdin",
 		"--kubeconfig", kubeconfig,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-label-selector", labelSelector,
 		"--node-lease-duration-seconds", "40",
 	)
+	cmd.Stdin = strings.NewReader(strings.Join(kwokDefaultStages, "\n---\n"))
+	log := &tailBuffer{max: 4096}
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group (a terminal's Ctrl-C is gpupool's to handle),
 	// and killed if gpupool dies first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting kwok: %w", err)
 	}
-	k := &KwokProcess{cmd: cmd, dir: dir, done: make(chan error, 1)}
+	k := &KwokProcess{cmd: cmd, log: log, done: make(chan error, 1)}
 	go func() { k.done <- cmd.Wait() }()
 	return k, nil
 }
@@ -69,17 +56,13 @@ func (k *KwokProcess) Err() error {
 	select {
 	case err := <-k.done:
 		k.done <- err
-		b, _ := os.ReadFile(filepath.Join(k.dir, "kwok.log"))
-		if len(b) > 2000 {
-			b = b[len(b)-2000:]
-		}
-		return fmt.Errorf("kwok exited (%v): %s", err, b)
+		return fmt.Errorf("kwok exited (%v): %s", err, k.log.String())
 	default:
 		return nil
 	}
 }
 
-// Stop ends kwok and waits for it, then removes its files.
+// Stop ends kwok and waits for it.
 func (k *KwokProcess) Stop(ctx context.Context) error {
 	_ = k.cmd.Process.Signal(syscall.SIGTERM)
 	var err error
@@ -94,7 +77,30 @@ func (k *KwokProcess) Stop(ctx context.Context) error {
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		err = nil // stopped by us
+		return nil // stopped by us
 	}
-	return errors.Join(err, os.RemoveAll(k.dir))
+	return err
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if over := len(t.b) - t.max; over > 0 {
+		t.b = append(t.b[:0], t.b[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
