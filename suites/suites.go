@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/suites/admission"
 	"github.com/gpupool/gpupool/suites/explore"
 	"github.com/gpupool/gpupool/suites/health"
@@ -23,7 +23,7 @@ import (
 
 // All is every suite, sorted by name (go test ./suites/... takes them in
 // the same order).
-var All = []*harness.Suite{
+var All = []*suite.Suite{
 	admission.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
 	pending.Suite, pool.Suite, runtimeclass.Suite, security.Suite, sharing.Suite,
 }
@@ -31,11 +31,11 @@ var All = []*harness.Suite{
 // Select returns the suites a comma-separated list names: suite names
 // ("pool,kubelet"), or the package patterns earlier versions took
 // ("./suites/...", "./suites/kubelet"). Empty selects all.
-func Select(list string) ([]*harness.Suite, error) {
+func Select(list string) ([]*suite.Suite, error) {
 	if strings.TrimSpace(list) == "" {
 		return All, nil
 	}
-	byName := map[string]*harness.Suite{}
+	byName := map[string]*suite.Suite{}
 	var names []string
 	for _, s := range All {
 		byName[s.Name] = s
@@ -43,7 +43,7 @@ func Select(list string) ([]*harness.Suite, error) {
 	}
 	sort.Strings(names)
 	seen := map[string]bool{}
-	var out []*harness.Suite
+	var out []*suite.Suite
 	for _, item := range strings.Split(list, ",") {
 		item = strings.TrimSuffix(strings.TrimSpace(item), "/")
 		if item == "" {

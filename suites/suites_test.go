@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 )
 
 // Every suite directory is linked, and each names itself as go test does.
@@ -54,7 +54,7 @@ func TestSelect(t *testing.T) {
 	}
 }
 
-func names(ss []*harness.Suite) []string {
+func names(ss []*suite.Suite) []string {
 	var out []string
 	for _, s := range ss {
 		out = append(out, s.Name)

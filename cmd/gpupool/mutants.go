@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
 )
@@ -223,7 +224,7 @@ type verdict struct {
 }
 
 // runMutant runs the suites on one broken candidate and judges the result.
-func runMutant(ctx context.Context, plan *harness.Plan, provider string, suites []suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
+func runMutant(ctx context.Context, plan *harness.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
 	v := verdict{name: plan.Candidate.Name}
 	want := map[string]bool{}
 	for _, c := range plan.Candidate.Meta.Spec.Breaks {

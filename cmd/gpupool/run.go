@@ -24,6 +24,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
 )
@@ -181,7 +182,7 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 type runSpec struct {
 	id     string
 	plan   *harness.Plan
-	suites []suite
+	suites []*suite.Suite
 	out    string
 	keep   bool
 	// provider names the cluster provider ("" = embedded).
@@ -445,9 +446,6 @@ func packageErrors(res *reports.Results) []string {
 	return errs
 }
 
-// suite is one linked suite package.
-type suite = *harness.Suite
-
 // suiteExecArg is the first argument of the child process a suite runs in:
 // gpupool runs itself, so the suite has a process of its own (its global
 // flags, its exit) that a signal can stop with the features' teardowns.
@@ -461,7 +459,7 @@ func suiteExec(name string, args []string) int {
 		fmt.Fprintf(os.Stderr, "gpupool %s: %v\n", suiteExecArg, err)
 		return 2
 	}
-	return harness.RunLinked(ss[0], args)
+	return suite.RunLinked(ss[0], args)
 }
 
 // runSuite runs one suite against the run's cluster (made by the named
@@ -469,7 +467,7 @@ func suiteExec(name string, args []string) int {
 // appending them to w and printing each check's outcome as it ends. The
 // child has a parent-death signal, so even a SIGKILLed gpupool leaves no
 // suite running.
-func runSuite(ctx context.Context, s suite, r *harness.Run, skipLabels string, extra []string, quiet bool, w io.Writer) error {
+func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, skipLabels string, extra []string, quiet bool, w io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary to run suite %s: %w", s.Name, err)

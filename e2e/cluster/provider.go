@@ -1,7 +1,8 @@
 // Package cluster brings Kubernetes clusters up and down for a run. Each
-// provider (the embedded kwokctl cluster now, kind and "any kubeconfig"
-// later) hides how; the rest of the harness sees a kubeconfig and a
-// rest.Config.
+// provider (the embedded kwokctl cluster, kind, an existing cluster by
+// kubeconfig) hides how; the rest of the harness sees a kubeconfig and a
+// rest.Config. It also runs the processes a run keeps beside a cluster it
+// did not make (a kwok controller for simulated pools).
 package cluster
 
 import (

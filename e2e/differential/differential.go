@@ -49,7 +49,7 @@ const (
 	LabelShape = "gpupool.dev/differential-shape"
 	// DefaultRuntimeClass is what a shape that names none runs under: the
 	// contract's.
-	DefaultRuntimeClass = "nvidia"
+	DefaultRuntimeClass = workload.RuntimeClass
 )
 
 // Probe modes of the fake device plugin's image (cmd/fake-device-plugin):

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/workload"
 )
 
 // Space is what a tenant can name when writing a pod on this cluster:
@@ -293,7 +294,7 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 
 	switch d.pick(DimRuntime, 4) {
 	case 0:
-		pod.Spec.RuntimeClassName = ptr("nvidia")
+		pod.Spec.RuntimeClassName = ptr(workload.RuntimeClass)
 	case 1:
 		d.note("no runtimeClassName")
 	case 2:

@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpupool/gpupool/e2e/explain"
+	"github.com/gpupool/gpupool/e2e/workload"
 )
 
 // ResourcePrefix marks the resources the pool contract is about.
@@ -71,7 +72,7 @@ func RuntimeClassViolation(p *corev1.Pod) string {
 	}
 	rc := "no runtimeClassName"
 	if p.Spec.RuntimeClassName != nil {
-		if *p.Spec.RuntimeClassName == "nvidia" {
+		if *p.Spec.RuntimeClassName == workload.RuntimeClass {
 			return ""
 		}
 		rc = "runtimeClassName " + *p.Spec.RuntimeClassName

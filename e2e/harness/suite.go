@@ -5,9 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,58 +22,6 @@ import (
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
-
-// Suite is one suite package: its checks as tests, and the env funcs it
-// adds around them. The tests live in the package itself, not in _test.go
-// files, so the gpupool binary links every suite and runs it with no Go
-// toolchain; the package's TestMain runs the same list under go test.
-type Suite struct {
-	// Name is the package name: what --suites selects.
-	Name string
-	// Package is the import path, as go test names the package in events.
-	Package string
-	Tests   []testing.InternalTest
-	Funcs   SuiteFuncs
-	// env is the package's testenv: set before any test runs.
-	env *env.Environment
-}
-
-// NewSuite declares a suite package: testenv is the package variable its
-// tests use, tests its Test functions (named as go test would name them).
-func NewSuite(testenv *env.Environment, funcs SuiteFuncs, tests ...func(*testing.T)) *Suite {
-	s := &Suite{Funcs: funcs, env: testenv}
-	for _, f := range tests {
-		// "github.com/gpupool/gpupool/suites/pool.TestResourceNames"
-		full := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
-		dot := strings.LastIndexByte(full, '.')
-		s.Package, s.Name = full[:dot], full[strings.LastIndexByte(full[:dot], '/')+1:dot]
-		s.Tests = append(s.Tests, testing.InternalTest{Name: full[dot+1:], F: f})
-	}
-	return s
-}
-
-// RunSuite is a suite package's TestMain body under go test. The m go test
-// hands over holds no tests (they are not in _test.go files); the suite's
-// own list runs instead, exactly as the gpupool binary runs it.
-func RunSuite(_ *testing.M, s *Suite) { os.Exit(s.run()) }
-
-// RunLinked runs the suite inside the gpupool binary with go test's flags
-// (args, e.g. -test.v=test2json -test.run X) and returns the exit code.
-func RunLinked(s *Suite, args []string) int {
-	os.Args = append([]string{os.Args[0]}, args...)
-	return s.run()
-}
-
-func (s *Suite) run() int {
-	m := testing.MainStart(testDeps{importPath: s.Package}, s.Tests, nil, nil, nil)
-	e, err := NewTestEnv(s.Funcs)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gpupool:", err)
-		return 2
-	}
-	*s.env = e
-	return e.Run(m)
-}
 
 // SuiteFuncs are env funcs a suite adds around its checks.
 type SuiteFuncs struct {
@@ -281,7 +226,7 @@ func WellFormedPod(ctx context.Context, r *Run, check string, p fleet.Pool, name
 	if err != nil {
 		return nil, err
 	}
-	return workload.New(check, ns, name).ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).Pod, nil
+	return workload.New(check, ns, name).ForPool(p, domain).GPU(res, 1).Pod, nil
 }
 
 // LayoutAdvertisement is what a node of MIG pool p, at its designed

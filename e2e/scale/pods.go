@@ -83,7 +83,7 @@ func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resol
 				if m.Shape == ShapeWholeGPU {
 					r, t.expected = fakegpu.ResourceGPU, explain.WrongResource
 				}
-				pod = pod.RuntimeClass("nvidia").Limit(r, 1)
+				pod = pod.GPU(r, 1)
 			}
 			pod.Labels[LabelRun] = runID
 			pod.Labels[LabelEntry] = fmt.Sprint(i)

@@ -25,6 +25,10 @@ const ServiceAccount = "gpupool-workload"
 // nodes never pull it.
 const Image = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
 
+// RuntimeClass is the RuntimeClass every GPU pod names under the pool
+// contract: the candidate installs it, its admission policies require it.
+const RuntimeClass = "nvidia"
+
 // Pod is a pod under construction.
 type Pod struct{ *corev1.Pod }
 
@@ -76,6 +80,13 @@ func (p Pod) InitLimit(name string, n int64) Pod {
 }
 
 // RuntimeClass sets runtimeClassName.
+// GPU makes the pod a well-formed GPU pod: the contract's RuntimeClass and
+// n of the resource res.
+func (p Pod) GPU(res string, n int64) Pod {
+	return p.RuntimeClass(RuntimeClass).Limit(res, n)
+}
+
+// RuntimeClass names the pod's RuntimeClass.
 func (p Pod) RuntimeClass(name string) Pod {
 	p.Spec.RuntimeClassName = &name
 	return p

@@ -244,7 +244,7 @@ func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 			}
 			for _, n := range nodes {
 				d := d
-				pod := workload.New("explore-resident", tns, "resident-"+n.Name).ForPool(p, &d).RuntimeClass("nvidia").Limit(res, 1)
+				pod := workload.New("explore-resident", tns, "resident-"+n.Name).ForPool(p, &d).GPU(res, 1)
 				pod.Labels[residentLabel] = "true"
 				harness.Own(&pod.ObjectMeta)
 				pod.Spec.NodeName = n.Name

@@ -70,7 +70,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 				t.Fatal(err)
 			}
 			pinned := func(name string, n int64) *corev1.Pod {
-				return workload.New(c.ID, ns, name).ForPool(pool, domain).RuntimeClass("nvidia").Limit(res, n).
+				return workload.New(c.ID, ns, name).ForPool(pool, domain).GPU(res, n).
 					NodeSelector(map[string]string{corev1.LabelHostname: node}).Pod
 			}
 			healthy, err := expect.Admitted(ctx, r.Client, pinned("on-healthy-gpus", want-1))

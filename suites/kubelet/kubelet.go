@@ -70,7 +70,7 @@ func (e *enlisted) leave(ctx context.Context, t *testing.T) {
 // probePod is a well-formed pod of the pool pinned to the real node, whose
 // container prints the devices it was given.
 func (e *enlisted) probePod(check, name string, n int64) *corev1.Pod {
-	return workload.New(check, e.ns, name).ForPool(e.pool, e.domain).RuntimeClass("nvidia").Limit(e.resource, n).
+	return workload.New(check, e.ns, name).ForPool(e.pool, e.domain).GPU(e.resource, n).
 		NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
 		Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
 }

@@ -3,7 +3,7 @@ package kubelet
 import (
 	"testing"
 
-	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 )
 
-func TestMain(m *testing.M) { harness.RunSuite(m, Suite) }
+func TestMain(m *testing.M) { suite.GoTest(m, Suite) }

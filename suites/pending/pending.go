@@ -118,7 +118,7 @@ func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check stri
 			t.Fatal(err)
 		}
 		wellFormed := func(name string, n int64) *corev1.Pod {
-			return workload.New(check, pns, name).ForPool(p, domain).RuntimeClass("nvidia").Limit(res, n).Pod
+			return workload.New(check, pns, name).ForPool(p, domain).GPU(res, n).Pod
 		}
 		switch p.Mode() {
 		case fleet.ModeTimeSlicing, fleet.ModeMPS:
@@ -136,13 +136,13 @@ func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check stri
 			pods = append(pods, wellFormed(p.Name+"-too-big", perNode+1))
 		}
 		if p.Mode() == fleet.ModeMIG {
-			pods = append(pods, workload.New(check, ns, p.Name+"-whole-gpu").ForPool(p, nil).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1).Pod)
+			pods = append(pods, workload.New(check, ns, p.Name+"-whole-gpu").ForPool(p, nil).GPU(fakegpu.ResourceGPU, 1).Pod)
 		}
 		if p.Mode() == fleet.ModeExclusive && len(pods) < 64 {
-			wrongSKU := workload.New(check, ns, p.Name+"-unknown-sku").ForPool(p, nil).RuntimeClass("nvidia").Limit(res, 1).
+			wrongSKU := workload.New(check, ns, p.Name+"-unknown-sku").ForPool(p, nil).GPU(res, 1).
 				NodeSelector(map[string]string{"sku": "gpupool-no-such-sku"})
 			pods = append(pods, wrongSKU.Pod)
-			noSuchResource := workload.New(check, ns, p.Name+"-no-such-resource").ForPool(p, nil).RuntimeClass("nvidia").Limit("nvidia.com/mig-gpupool-none", 1)
+			noSuchResource := workload.New(check, ns, p.Name+"-no-such-resource").ForPool(p, nil).GPU("nvidia.com/mig-gpupool-none", 1)
 			pods = append(pods, noSuchResource.Pod)
 		}
 	}

@@ -23,7 +23,7 @@ func TestResourceNames(t *testing.T) {
 			r := harness.From(ctx)
 			for _, p := range migPools(t, r) {
 				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-whole-gpu").
-					ForPool(p, nil).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1)
+					ForPool(p, nil).GPU(fakegpu.ResourceGPU, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}
@@ -48,7 +48,7 @@ func TestResourceNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				pod := workload.New(c.ID, ns, p.Name+"-whole-gpu").
-					ForPool(p, domain).RuntimeClass("nvidia").Limit(fakegpu.ResourceGPU, 1)
+					ForPool(p, domain).GPU(fakegpu.ResourceGPU, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}
@@ -69,7 +69,7 @@ func TestResourceNames(t *testing.T) {
 					t.Fatal(err)
 				}
 				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-mig").
-					ForPool(p, nil).RuntimeClass("nvidia").Limit(res, 1)
+					ForPool(p, nil).GPU(res, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}
@@ -129,7 +129,7 @@ func TestSKUIsolation(t *testing.T) {
 					}
 				}
 				pod := workload.New(c.ID, ns, p.Name+"-well-formed").
-					ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1)
+					ForPool(p, domain).GPU(res, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}

@@ -78,7 +78,7 @@ func TestRuntimeClassExistsNotDefault(t *testing.T) {
 	f := harness.Feature(c).
 		Assess("RuntimeClass nvidia exists with handler nvidia", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := harness.From(ctx)
-			rc, err := r.Client.NodeV1().RuntimeClasses().Get(ctx, "nvidia", metav1.GetOptions{})
+			rc, err := r.Client.NodeV1().RuntimeClasses().Get(ctx, workload.RuntimeClass, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("expected RuntimeClass nvidia, but: %v", err)
 			}

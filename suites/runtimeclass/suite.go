@@ -5,13 +5,14 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 )
 
 var testenv env.Environment
 
 // Suite is this package's checks; main_test.go runs it under go test, and
 // the gpupool binary links it.
-var Suite = harness.NewSuite(&testenv, harness.SuiteFuncs{},
+var Suite = suite.New(&testenv, harness.SuiteFuncs{},
 	TestNVIDIARuntimeGivesGPU,
 	TestRuntimeClassExistsNotDefault,
 )

@@ -40,7 +40,7 @@ func TestExclusiveGPUsNotShared(t *testing.T) {
 			node := nodes[0].Name
 			var pods []*corev1.Pod
 			for i := int64(0); i <= perNode; i++ {
-				pod := workload.New(c.ID, harness.Namespace(ctx), fmt.Sprintf("gpu-%d", i)).ForPool(p, nil).RuntimeClass("nvidia").Limit(res, 1).
+				pod := workload.New(c.ID, harness.Namespace(ctx), fmt.Sprintf("gpu-%d", i)).ForPool(p, nil).GPU(res, 1).
 					NodeSelector(map[string]string{"kubernetes.io/hostname": node})
 				got, err := expect.Admitted(ctx, r.Client, pod.Pod)
 				if err != nil {
@@ -94,8 +94,8 @@ func TestFailRequestsGreaterThanOne(t *testing.T) {
 			// included (facts §2): a tenant who asks for 2 in an init
 			// container is refused as one who asks in the main container.
 			shapes := []workload.Pod{
-				workload.New(c.ID, ns, p.Name+"-two-replicas").ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 2),
-				workload.New(c.ID, ns, p.Name+"-two-in-init").ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).InitLimit(res, 2),
+				workload.New(c.ID, ns, p.Name+"-two-replicas").ForPool(p, domain).GPU(res, 2),
+				workload.New(c.ID, ns, p.Name+"-two-in-init").ForPool(p, domain).GPU(res, 1).InitLimit(res, 2),
 			}
 			for _, pod := range shapes {
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
@@ -150,7 +150,7 @@ func TestGPUMemoryBounded(t *testing.T) {
 			share := int64(sku.MemoryMiB / replicas)
 			onNode := map[string]string{"kubernetes.io/hostname": node}
 			memPod := func(name string, mib int64) *corev1.Pod {
-				pod := workload.New(c.ID, ns, name).ForPool(p, domain).RuntimeClass("nvidia").Limit(res, 1).NodeSelector(onNode)
+				pod := workload.New(c.ID, ns, name).ForPool(p, domain).GPU(res, 1).NodeSelector(onNode)
 				pod.Annotations = map[string]string{fakegpu.AnnotationGPUMemory: fmt.Sprint(mib)}
 				return pod.Pod
 			}

@@ -35,7 +35,7 @@ func TestNoCrossTrustTimeslice(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pod := workload.New(c.ID, nsA, p.Name+"-cross-trust").ForPool(p, &b).RuntimeClass("nvidia").Limit(res, 1)
+				pod := workload.New(c.ID, nsA, p.Name+"-cross-trust").ForPool(p, &b).GPU(res, 1)
 				if err := expect.Denied(ctx, r.Client, pod.Pod, ""); err != nil {
 					t.Errorf("pool %s: a pod of %s aiming at %s's nodes: %v", p.Name, a.Name, b.Name, err)
 				}
@@ -59,7 +59,7 @@ func TestNoCrossTrustTimeslice(t *testing.T) {
 					// As many pods as the domain's share of the pool holds.
 					for i := 0; i < int(replicas)*d.Nodes; i++ {
 						d := d
-						pod := workload.New(c.ID, ns, fmt.Sprintf("%s-%s-%d", p.Name, d.Name, i)).ForPool(p, &d).RuntimeClass("nvidia").Limit(res, 1)
+						pod := workload.New(c.ID, ns, fmt.Sprintf("%s-%s-%d", p.Name, d.Name, i)).ForPool(p, &d).GPU(res, 1)
 						got, err := expect.Admitted(ctx, r.Client, pod.Pod)
 						if err != nil {
 							t.Fatal(err)
