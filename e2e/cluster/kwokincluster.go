@@ -11,10 +11,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	kwokv1alpha1 "sigs.k8s.io/kwok/pkg/apis/config/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/e2e/incluster"
 	"github.com/gpupool/gpupool/e2e/wait"
 )
 
@@ -23,94 +27,51 @@ const (
 	kwokName      = "kwok-controller"
 )
 
-// kwokConfig is the in-cluster kwok controller's configuration: only nodes
-// annotated as fake are its (the kind node has a real kubelet), with the
-// Stages kwokctl gives the embedded cluster.
-func kwokConfig() string {
-	var b strings.Builder
-	b.WriteString(`apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  manageAllNodes: false
-  manageNodesWithAnnotationSelector: kwok.x-k8s.io/node=fake
-  nodeLeaseDurationSeconds: 40
-  # kwokctl fills these in; the kwok binary alone has no defaults for them.
-  nodeLeaseParallelism: 4
-  podPlayStageParallelism: 4
-  nodePlayStageParallelism: 4
-  enablePodsOnNodeSyncStreamWatch: true
-  nodePort: 10247
-  cidr: 10.0.0.0/16
-`)
-	for _, s := range kwokDefaultStages {
-		b.WriteString("---\n")
-		b.WriteString(strings.TrimPrefix(s, "---\n"))
-		if !strings.HasSuffix(s, "\n") {
-			b.WriteString("\n")
-		}
+// kwokConfig is the in-cluster kwok controller's configuration, from
+// kwok's typed config/v1alpha1: only nodes annotated as fake are its (the
+// kind node has a real kubelet), with the Stages kwokctl gives the
+// embedded cluster.
+func kwokConfig() (string, error) {
+	no, yes := false, true
+	c := kwokv1alpha1.KwokConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: kwokv1alpha1.GroupVersion.String(), Kind: kwokv1alpha1.KwokConfigurationKind},
+		Options: kwokv1alpha1.KwokConfigurationOptions{
+			ManageAllNodes:                    &no,
+			ManageNodesWithAnnotationSelector: "kwok.x-k8s.io/node=fake",
+			NodeLeaseDurationSeconds:          40,
+			// kwokctl fills these in; the kwok binary alone has no
+			// defaults for them.
+			NodeLeaseParallelism:            4,
+			PodPlayStageParallelism:         4,
+			NodePlayStageParallelism:        4,
+			EnablePodsOnNodeSyncStreamWatch: &yes,
+			NodePort:                        10247,
+			CIDR:                            "10.0.0.0/16",
+		},
 	}
-	return b.String()
+	b, err := yaml.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	docs := []string{string(b)}
+	for _, s := range kwokDefaultStages {
+		docs = append(docs, strings.TrimPrefix(s, "---\n"))
+	}
+	return strings.Join(docs, "\n---\n"), nil
 }
 
 // installKwok runs the kwok controller in the cluster from a local image
 // and waits until it is available.
 func installKwok(ctx context.Context, client kubernetes.Interface, image string, timeout time.Duration) error {
-	labels := map[string]string{"app": kwokName}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: kwokName, Namespace: kwokNamespace}}
-	// What kwok's own RBAC (kustomize/rbac) grants the controller, for the
-	// parts it uses here.
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: kwokName},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch", "patch", "update"}},
-			{APIGroups: []string{""}, Resources: []string{"nodes/status", "pods/status"}, Verbs: []string{"patch", "update"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "patch", "update", "delete"}},
-			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create", "get", "list", "watch", "patch", "update"}},
-		},
+	config, err := kwokConfig()
+	if err != nil {
+		return err
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: kwokName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: kwokName},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: kwokName, Namespace: kwokNamespace}},
+	objs, err := incluster.Render(incluster.KwokController, incluster.Params{Name: kwokName, Namespace: kwokNamespace, Image: image, Config: config})
+	if err != nil {
+		return err
 	}
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "kwok", Namespace: kwokNamespace},
-		Data:       map[string]string{"kwok.yaml": kwokConfig()},
-	}
-	one := int32(1)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: kwokName, Namespace: kwokNamespace, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: kwokName,
-					// The only real node is the control plane.
-					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					Containers: []corev1.Container{{
-						Name:            "kwok-controller",
-						Image:           image,
-						ImagePullPolicy: corev1.PullNever,
-						Args:            []string{"--config=/etc/kwok/kwok.yaml", "--node-ip=$(POD_IP)"},
-						Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
-						VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/kwok", ReadOnly: true}},
-						// Available means serving, not merely started.
-						ReadinessProbe: &corev1.Probe{
-							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(10247)}},
-							PeriodSeconds: 2,
-						},
-					}},
-					Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
-						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "kwok"}}}}},
-				},
-			},
-		},
-	}
-	if err := CreateIfMissing(ctx, client, sa, role, binding, cm, dep); err != nil {
+	if err := CreateIfMissing(ctx, client, objs...); err != nil {
 		return fmt.Errorf("installing the kwok controller: %w", err)
 	}
 	if err := WaitDeploymentAvailable(ctx, client, kwokNamespace, kwokName, timeout); err != nil {
@@ -215,7 +176,7 @@ func WaitPodsReady(ctx context.Context, client kubernetes.Interface, ns string, 
 }
 
 // CreateIfMissing creates each object, leaving alone any that exists.
-func CreateIfMissing(ctx context.Context, client kubernetes.Interface, objs ...any) error {
+func CreateIfMissing(ctx context.Context, client kubernetes.Interface, objs ...runtime.Object) error {
 	for _, o := range objs {
 		var err error
 		opts := metav1.CreateOptions{}

@@ -6,14 +6,13 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/incluster"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -28,59 +27,14 @@ var DevicePluginLabels = map[string]string{"app": DevicePluginName}
 // nodes, in the GPU Operator's namespace as the real plugin runs, and waits
 // until every one of its pods is ready.
 func (r *Run) installDevicePlugin(ctx context.Context, image string) error {
-	ns := r.operatorNamespace()
-	c := r.Client
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DevicePluginName, Namespace: ns}}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: DevicePluginName},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"nvidia.com"}, Resources: []string{"clusterpolicies"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		},
+	objs, err := incluster.Render(incluster.FakeDevicePlugin, incluster.Params{
+		Name: DevicePluginName, Namespace: r.operatorNamespace(), Image: image, RealNodes: r.Cluster.RealNodes,
+		DeployLabel: fakegpu.LabelDeployDevicePlugin, DeployOff: []string{"false", fakegpu.PausedForMIGChange},
+	})
+	if err != nil {
+		return err
 	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: DevicePluginName},
-		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: DevicePluginName},
-		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: DevicePluginName, Namespace: ns}},
-	}
-	hostPathDir := corev1.HostPathDirectory
-	privileged := true
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: DevicePluginName, Namespace: ns, Labels: DevicePluginLabels},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: DevicePluginLabels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: DevicePluginLabels},
-				Spec: corev1.PodSpec{
-					ServiceAccountName: DevicePluginName,
-					// Only nodes with a real kubelet: KWOK nodes have none.
-					// As the GPU Operator's DaemonSet: a node labelled off (or
-					// paused by the MIG manager) runs no plugin.
-					Affinity: realNodesOnly(r.Cluster.RealNodes, corev1.NodeSelectorRequirement{
-						Key: fakegpu.LabelDeployDevicePlugin, Operator: corev1.NodeSelectorOpNotIn,
-						Values: []string{"false", fakegpu.PausedForMIGChange}}),
-					// Whatever pool a check turns the node into, the plugin stays.
-					Tolerations:       []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
-					PriorityClassName: "system-node-critical",
-					Containers: []corev1.Container{{
-						Name:            "device-plugin",
-						Image:           image,
-						ImagePullPolicy: corev1.PullNever,
-						Args:            []string{"--namespace", ns},
-						Env: []corev1.EnvVar{{Name: "NODE_NAME", ValueFrom: &corev1.EnvVarSource{
-							FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nodeName"}}}},
-						// The kubelet's socket directory is root's.
-						SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
-						VolumeMounts:    []corev1.VolumeMount{{Name: "device-plugins", MountPath: "/var/lib/kubelet/device-plugins"}},
-					}},
-					Volumes: []corev1.Volume{{Name: "device-plugins", VolumeSource: corev1.VolumeSource{
-						HostPath: &corev1.HostPathVolumeSource{Path: "/var/lib/kubelet/device-plugins", Type: &hostPathDir}}}},
-				},
-			},
-		},
-	}
-	if err := cluster.CreateIfMissing(ctx, c, sa, role, binding, ds); err != nil {
+	if err := cluster.CreateIfMissing(ctx, r.Client, objs...); err != nil {
 		return fmt.Errorf("installing the fake device plugin: %w", err)
 	}
 	return WaitDevicePluginReady(ctx, r, 2*time.Minute)

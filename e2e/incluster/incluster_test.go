@@ -1,0 +1,50 @@
+package incluster
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+)
+
+// Every template renders to the typed objects the installer creates, with
+// the parameters where they belong.
+func TestRender(t *testing.T) {
+	p := Params{Name: "x", Namespace: "ns", Image: "img:1", RealNodes: []string{"n1", "n2"}, OperatorNamespace: "gpu-operator",
+		NodeSelector: "!gpupool.dev/run", DefaultMIGConfig: "a: 1\nb:\n  c: 2\n", DeployLabel: "nvidia.com/gpu.deploy.device-plugin",
+		DeployOff: []string{"false", "paused-for-mig-change"}, Config: "apiVersion: v1\n---\nkind: Stage\n"}
+
+	objs, err := Render(FakeGPUController, p)
+	require.NoError(t, err)
+	require.Len(t, objs, 5)
+	cm := objs[3].(*corev1.ConfigMap)
+	assert.Equal(t, "a: 1\nb:\n  c: 2\n", cm.Data["default-mig-parted-config.yaml"], "file contents kept byte for byte")
+	dep := objs[4].(*appsv1.Deployment)
+	assert.Equal(t, "img:1", dep.Spec.Template.Spec.Containers[0].Image)
+	assert.Equal(t, corev1.PullNever, dep.Spec.Template.Spec.Containers[0].ImagePullPolicy)
+	assert.Contains(t, dep.Spec.Template.Spec.Containers[0].Args, "!gpupool.dev/run")
+	assert.Equal(t, []string{"n1", "n2"}, dep.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values)
+	assert.Equal(t, "ns", objs[2].(*rbacv1.ClusterRoleBinding).Subjects[0].Namespace)
+
+	objs, err = Render(FakeDevicePlugin, p)
+	require.NoError(t, err)
+	require.Len(t, objs, 4)
+	ds := objs[3].(*appsv1.DaemonSet)
+	term := ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+	assert.Equal(t, "nvidia.com/gpu.deploy.device-plugin", term.MatchExpressions[0].Key)
+	assert.Equal(t, []string{"false", "paused-for-mig-change"}, term.MatchExpressions[0].Values)
+	assert.True(t, *ds.Spec.Template.Spec.Containers[0].SecurityContext.Privileged)
+	assert.Equal(t, corev1.HostPathDirectory, *ds.Spec.Template.Spec.Volumes[0].HostPath.Type)
+
+	objs, err = Render(KwokController, p)
+	require.NoError(t, err)
+	require.Len(t, objs, 5)
+	assert.Equal(t, p.Config, objs[3].(*corev1.ConfigMap).Data["kwok.yaml"])
+	assert.Equal(t, int32(10247), objs[4].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Port.IntVal)
+
+	_, err = Render(KwokController, Params{})
+	assert.Error(t, err, "a template with an empty image renders no valid objects")
+}
