@@ -19,6 +19,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -598,36 +599,7 @@ func TestInstalledBinaryChecksAnyCluster(t *testing.T) {
 	})
 
 	// A cluster 'gpupool up' made, as a platform's staging cluster.
-	up := exec.Command(bin, "up")
-	up.Dir, up.Env = work, env
-	upOut, err := up.StdoutPipe()
-	require.NoError(t, err)
-	up.Stderr = os.Stderr
-	require.NoError(t, up.Start())
-	stopped := false
-	stopUp := func() {
-		if !stopped {
-			stopped = true
-			_ = up.Process.Signal(syscall.SIGINT)
-			_ = up.Wait()
-		}
-	}
-	defer stopUp()
-	kubeconfig := ""
-	sc := bufio.NewScanner(upOut)
-	deadline := time.AfterFunc(3*time.Minute, func() { _ = up.Process.Kill() })
-	for sc.Scan() {
-		if _, kc, ok := strings.Cut(sc.Text(), "export KUBECONFIG="); ok {
-			kubeconfig = strings.TrimSpace(kc)
-			break
-		}
-	}
-	deadline.Stop()
-	require.NotEmpty(t, kubeconfig, "gpupool up never printed its kubeconfig")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	kubeconfig, stopUp := upCluster(t, bin, work, env)
 	before := clusterObjects(t, kubeconfig)
 
 	t.Run("run --kubeconfig checks the cluster as configured", func(t *testing.T) {
@@ -670,21 +642,9 @@ func TestInstalledBinaryChecksAnyCluster(t *testing.T) {
 	t.Run("Ctrl-C during the suites leaves nothing in the cluster", func(t *testing.T) {
 		cmd := exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--out", t.TempDir())
 		cmd.Dir, cmd.Env = work, env
-		stderr, err := cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Log(sc.Text())
-			if strings.Contains(sc.Text(), "PASS ") {
-				break
-			}
-		}
+		startUntil(t, cmd, "PASS ")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-		for sc.Scan() {
-			t.Log(sc.Text())
-		}
-		err = cmd.Wait()
+		err := cmd.Wait()
 		var ee *exec.ExitError
 		require.True(t, errors.As(err, &ee), "the run must not succeed after SIGINT, got %v", err)
 		assert.Equal(t, 130, ee.ExitCode())
@@ -694,21 +654,8 @@ func TestInstalledBinaryChecksAnyCluster(t *testing.T) {
 	t.Run("a SIGKILLed run's objects are removed by down --kubeconfig", func(t *testing.T) {
 		cmd := exec.Command(bin, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--out", t.TempDir())
 		cmd.Dir, cmd.Env = work, env
-		stderr, err := cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Log(sc.Text())
-			if strings.Contains(sc.Text(), "PASS ") {
-				break
-			}
-		}
+		startUntil(t, cmd, "PASS ")
 		require.NoError(t, cmd.Process.Kill())
-		go func() {
-			for sc.Scan() {
-			}
-		}()
 		_ = cmd.Wait()
 		assert.NotEqual(t, before, clusterObjects(t, kubeconfig), "a killed run cannot clean up: its nodes and namespaces are still there")
 		r := run(t, "down", "--kubeconfig", kubeconfig)
@@ -776,31 +723,7 @@ spec:
     - {name: system, nodes: 2}
 `), 0o644))
 	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
-	up := exec.Command(gpupoolBin, "up", "--fleet", fleetFile)
-	up.Dir, up.Env = repoRoot, env
-	upOut, err := up.StdoutPipe()
-	require.NoError(t, err)
-	up.Stderr = os.Stderr
-	require.NoError(t, up.Start())
-	defer func() {
-		_ = up.Process.Signal(syscall.SIGINT)
-		_ = up.Wait()
-	}()
-	kubeconfig := ""
-	sc := bufio.NewScanner(upOut)
-	deadline := time.AfterFunc(3*time.Minute, func() { _ = up.Process.Kill() })
-	for sc.Scan() {
-		if _, kc, ok := strings.Cut(sc.Text(), "export KUBECONFIG="); ok {
-			kubeconfig = strings.TrimSpace(kc)
-			break
-		}
-	}
-	deadline.Stop()
-	require.NotEmpty(t, kubeconfig, "gpupool up never printed its kubeconfig")
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--fleet", fleetFile)
 	before := clusterObjects(t, kubeconfig)
 
 	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--explore-budget", "20/10s")
@@ -849,4 +772,64 @@ func assertNoKwokOf(t *testing.T, run string) {
 			t.Errorf("the run's kwok still runs: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
+}
+
+// upCluster starts 'gpupool up' (bin in dir, with env and args) and returns
+// the kubeconfig it prints and a stop func (SIGINT, then wait), which also
+// runs when the test ends.
+func upCluster(t *testing.T, bin, dir string, env []string, args ...string) (string, func()) {
+	t.Helper()
+	up := exec.Command(bin, append([]string{"up"}, args...)...)
+	up.Dir, up.Env = dir, env
+	out, err := up.StdoutPipe()
+	require.NoError(t, err)
+	up.Stderr = os.Stderr
+	require.NoError(t, up.Start())
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = up.Process.Signal(syscall.SIGINT)
+			_ = up.Wait()
+		})
+	}
+	t.Cleanup(stop)
+	kubeconfig := ""
+	sc := bufio.NewScanner(out)
+	deadline := time.AfterFunc(3*time.Minute, func() { _ = up.Process.Kill() })
+	for sc.Scan() {
+		if _, kc, ok := strings.Cut(sc.Text(), "export KUBECONFIG="); ok {
+			kubeconfig = strings.TrimSpace(kc)
+			break
+		}
+	}
+	deadline.Stop()
+	require.NotEmpty(t, kubeconfig, "gpupool up never printed its kubeconfig")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return kubeconfig, stop
+}
+
+// startUntil starts cmd and logs its stderr until a line contains marker
+// (the rest is logged in the background); it fails the test if the
+// command ends first, or has not printed it within 3 minutes.
+func startUntil(t *testing.T, cmd *exec.Cmd, marker string) {
+	t.Helper()
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	sc := bufio.NewScanner(stderr)
+	reached := false
+	for !reached && sc.Scan() {
+		t.Log(sc.Text())
+		reached = strings.Contains(sc.Text(), marker)
+	}
+	require.True(t, reached, "the command never printed %q", marker)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
 }

@@ -17,6 +17,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/support/kwok"
+
+	"github.com/gpupool/gpupool/e2e/wait"
 )
 
 // Binaries are the executables the embedded cluster runs.
@@ -440,27 +442,19 @@ func exited(p Process) bool {
 // waitExited polls until each process has exited (see exited), up to
 // timeout.
 func waitExited(ctx context.Context, procs []Process, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
+	return wait.Every(ctx, "the cluster's processes to exit", timeout, 20*time.Millisecond, func(context.Context) (bool, string, error) {
 		var alive []string
 		for _, p := range procs {
 			if !exited(p) {
-				st := ProcStat(p.PID)
 				state := "?"
-				if len(st) > 0 {
+				if st := ProcStat(p.PID); len(st) > 0 {
 					state = st[0]
 				}
 				alive = append(alive, fmt.Sprintf("%s (pid %d, state %s)", p.Name, p.PID, state))
 			}
 		}
-		if len(alive) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("waited %s for the cluster's processes to exit; still running: %s", timeout, strings.Join(alive, ", "))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(alive) == 0, "still running: " + strings.Join(alive, ", "), nil
+	})
 }
 
 // Process is a running process and the program it runs.

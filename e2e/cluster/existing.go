@@ -18,6 +18,9 @@ type Existing struct {
 	Kubeconfig string
 	// Context is the kubeconfig context to use ("" for its current one).
 	Context string
+	// up is the cluster as the first Up found it: a run reads the
+	// cluster's config, then attaches, with one check that it answers.
+	up *Cluster
 }
 
 // Kind implements Provider.
@@ -26,6 +29,9 @@ func (e *Existing) Kind() string { return "kubeconfig" }
 // Up implements Provider: it checks the apiserver answers and names the
 // cluster after the kubeconfig context.
 func (e *Existing) Up(ctx context.Context) (*Cluster, error) {
+	if e.up != nil {
+		return e.up, nil
+	}
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: e.Kubeconfig}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: e.Context})
 	raw, err := cc.RawConfig()
@@ -57,12 +63,13 @@ func (e *Existing) Up(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kubeconfig %s (context %q): %w", e.Kubeconfig, name, err)
 	}
-	return &Cluster{
+	e.up = &Cluster{
 		Name:       name,
 		Kubeconfig: e.Kubeconfig,
 		REST:       rc,
 		Components: map[string]string{"kubernetes": version, "provider": "existing cluster (" + rc.Host + ")"},
-	}, nil
+	}
+	return e.up, nil
 }
 
 // Down implements Provider: the cluster is not gpupool's to remove.
