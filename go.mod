@@ -16,6 +16,7 @@ require (
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
 	k8s.io/component-helpers v0.37.2
+	k8s.io/kube-scheduler v0.37.2
 	k8s.io/kubelet v0.37.2
 	pgregory.net/rapid v1.3.0
 	sigs.k8s.io/e2e-framework v0.7.0

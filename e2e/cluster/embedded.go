@@ -15,8 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/support/kwok"
+	kwokv1alpha1 "sigs.k8s.io/kwok/pkg/apis/config/v1alpha1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/wait"
 )
@@ -281,39 +284,63 @@ func clusterNames(dir string) ([]string, error) {
 }
 
 func (e *Embedded) writeConfig() (string, error) {
-	b := e.cfg.Binaries
-	cfg := fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokctlConfiguration
-options:
-  runtime: binary
-  kubeVersion: %s
-  bindAddress: 127.0.0.1
-  kubeAdmission: true
-  kubeAuthorization: true
-  kubeApiserverBinary: %s
-  kubeControllerManagerBinary: %s
-  kubeSchedulerBinary: %s
-  kwokControllerBinary: %s
-  etcdBinary: %s
-`, e.cfg.KubeVersion, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.Kwok, b.Etcd)
 	// In the cluster's own directory, so removing the cluster removes it.
 	dir := e.clusterDir(e.cfg.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	options, topLevel, docs, err := e.cfg.Tuning.render(dir)
+	cfg, err := kwokctlConfig(e.cfg, dir)
 	if err != nil {
 		return "", err
 	}
-	cfg += options + topLevel
-	for _, d := range docs {
-		cfg += "---\n" + d
-	}
-	if e.cfg.ExtraConfig != "" {
-		cfg += "---\n" + strings.TrimPrefix(e.cfg.ExtraConfig, "---\n")
-	}
 	path := filepath.Join(dir, "gpupool-kwokctl.yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
+}
+
+// kwokctlConfig is the kwokctl configuration file for cfg, from kwok's
+// typed config/v1alpha1: the KwokctlConfiguration, the tuning's
+// KwokConfiguration if any, then cfg.ExtraConfig. Files it refers to go to
+// dir.
+func kwokctlConfig(cfg EmbeddedConfig, dir string) (string, error) {
+	b := cfg.Binaries
+	c := kwokv1alpha1.KwokctlConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: kwokv1alpha1.GroupVersion.String(), Kind: kwokv1alpha1.KwokctlConfigurationKind},
+		Options: kwokv1alpha1.KwokctlConfigurationOptions{
+			Runtime:                     "binary",
+			KubeVersion:                 cfg.KubeVersion,
+			BindAddress:                 "127.0.0.1",
+			KubeAdmission:               new(true),
+			KubeAuthorization:           new(true),
+			KubeApiserverBinary:         b.KubeAPIServer,
+			KubeControllerManagerBinary: b.KubeControllerManager,
+			KubeSchedulerBinary:         b.KubeScheduler,
+			KwokControllerBinary:        b.Kwok,
+			EtcdBinary:                  b.Etcd,
+		},
+	}
+	kwokCfg, err := cfg.Tuning.apply(&c, dir)
+	if err != nil {
+		return "", err
+	}
+	docs := []any{c}
+	if kwokCfg != nil {
+		docs = append(docs, kwokCfg)
+	}
+	var out strings.Builder
+	for i, d := range docs {
+		y, err := yaml.Marshal(d)
+		if err != nil {
+			return "", err
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(y)
+	}
+	if cfg.ExtraConfig != "" {
+		out.WriteString("---\n" + strings.TrimPrefix(cfg.ExtraConfig, "---\n"))
+	}
+	return out.String(), nil
 }
 
 // owner records which process made a cluster, so a later run can tell a

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	schedulerv1 "k8s.io/kube-scheduler/config/v1"
+	kwokv1alpha1 "sigs.k8s.io/kwok/pkg/apis/config/v1alpha1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -102,110 +105,112 @@ func ScaleTuning() Tuning {
 	}
 }
 
-// render returns the KwokctlConfiguration options lines and any extra
-// documents the tuning needs; files go to dir.
-func (t Tuning) render(dir string) (options, topLevel string, docs []string, err error) {
-	var b strings.Builder
+// apply sets the tuning's options and componentsPatches on the kwokctl
+// configuration c, writing the scheduler's configuration to dir, and
+// returns the KwokConfiguration the tuning needs (nil: kwokctl's own).
+// Every option set here is a pointer or omitempty in kwok's types, so one
+// left unset is left out and kwokctl's default stands.
+func (t Tuning) apply(c *kwokv1alpha1.KwokctlConfiguration, dir string) (*kwokv1alpha1.KwokConfiguration, error) {
+	o := &c.Options
 	if t.NodeLeaseDurationSeconds > 0 || t.NodeMonitorGracePeriod > 0 || t.NodeMonitorPeriod > 0 {
 		// kwokctl multiplies these by its heartbeat factor (5) unless it is 1.
-		b.WriteString("  heartbeatFactor: 1\n")
+		o.HeartbeatFactor = new(1.0)
 	}
 	if t.NodeMonitorPeriod > 0 {
-		fmt.Fprintf(&b, "  kubeControllerManagerNodeMonitorPeriodMilliseconds: %d\n", t.NodeMonitorPeriod.Milliseconds())
+		o.KubeControllerManagerNodeMonitorPeriodMilliseconds = t.NodeMonitorPeriod.Milliseconds()
 	}
 	if t.DisableQPSLimits {
-		b.WriteString("  disableQPSLimits: true\n")
+		o.DisableQPSLimits = new(true)
 	}
 	if t.NodeLeaseDurationSeconds > 0 {
-		fmt.Fprintf(&b, "  nodeLeaseDurationSeconds: %d\n", t.NodeLeaseDurationSeconds)
+		o.NodeLeaseDurationSeconds = uint(t.NodeLeaseDurationSeconds)
 	}
 	if t.NodeMonitorGracePeriod > 0 {
-		fmt.Fprintf(&b, "  kubeControllerManagerNodeMonitorGracePeriodMilliseconds: %d\n", t.NodeMonitorGracePeriod.Milliseconds())
+		o.KubeControllerManagerNodeMonitorGracePeriodMilliseconds = t.NodeMonitorGracePeriod.Milliseconds()
 	}
 	if s := t.Scheduler; s != nil {
-		cfg := "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
-		if s.QPS > 0 {
-			cfg += fmt.Sprintf("clientConnection: {qps: %d, burst: %d}\n", s.QPS, max(s.Burst, s.QPS))
-		}
-		if s.PercentageOfNodesToScore > 0 {
-			cfg += fmt.Sprintf("percentageOfNodesToScore: %d\n", s.PercentageOfNodesToScore)
+		b, err := yaml.Marshal(s.config())
+		if err != nil {
+			return nil, err
 		}
 		path := filepath.Join(dir, "gpupool-scheduler.yaml")
-		if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-			return "", "", nil, err
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return nil, err
 		}
-		fmt.Fprintf(&b, "  kubeSchedulerConfig: %s\n", path)
+		o.KubeSchedulerConfig = path
 	}
-	if p := t.KwokParallelism; p > 0 {
-		docs = append(docs, fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
-kind: KwokConfiguration
-options:
-  nodePlayStageParallelism: %d
-  podPlayStageParallelism: %d
-  nodeLeaseParallelism: %d
-`, p, p, p))
+	c.ComponentsPatches = t.componentPatches()
+	p := uint(t.KwokParallelism)
+	if p == 0 {
+		return nil, nil
 	}
-	top, err := t.componentPatches()
-	if err != nil {
-		return "", "", nil, err
+	// The options not set here are omitempty, or pointers kwok defaults
+	// when nil (the two enablePodsOnNodeSync* are written as null).
+	return &kwokv1alpha1.KwokConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: kwokv1alpha1.GroupVersion.String(), Kind: kwokv1alpha1.KwokConfigurationKind},
+		Options: kwokv1alpha1.KwokConfigurationOptions{
+			NodePlayStageParallelism: p,
+			PodPlayStageParallelism:  p,
+			NodeLeaseParallelism:     p,
+		},
+	}, nil
+}
+
+// config is the KubeSchedulerConfiguration the tuning asks for.
+// clientConnection and leaderElection have no omitempty: their unset fields
+// are written as zeros, which the scheduler defaults as it does absent ones
+// (qps 0 is 50, burst 0 is 100); kwokctl sets clientConnection.kubeconfig.
+func (s SchedulerTuning) config() schedulerv1.KubeSchedulerConfiguration {
+	c := schedulerv1.KubeSchedulerConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: schedulerv1.SchemeGroupVersion.String(), Kind: "KubeSchedulerConfiguration"},
 	}
-	return b.String(), top, docs, nil
+	if s.QPS > 0 {
+		c.ClientConnection.QPS = float32(s.QPS)
+		c.ClientConnection.Burst = int32(max(s.Burst, s.QPS))
+	}
+	if s.PercentageOfNodesToScore > 0 {
+		c.PercentageOfNodesToScore = new(int32(s.PercentageOfNodesToScore))
+	}
+	return c
 }
 
-// componentPatch is one entry of KwokctlConfiguration componentsPatches.
-type componentPatch struct {
-	Name      string     `json:"name"`
-	ExtraArgs []extraArg `json:"extraArgs,omitempty"`
-	ExtraEnvs []extraEnv `json:"extraEnvs,omitempty"`
-}
-
-type extraArg struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-type extraEnv struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// componentPatches renders the componentsPatches the tuning needs ("" for
-// none).
-func (t Tuning) componentPatches() (string, error) {
+// componentPatches are the componentsPatches the tuning needs (nil for
+// none). Each extra argument is written with override: false, which is
+// what kwokctl read when it was left out: the flag is added after
+// kwokctl's own.
+func (t Tuning) componentPatches() []kwokv1alpha1.ComponentPatches {
+	arg := func(k, v string) kwokv1alpha1.ExtraArgs { return kwokv1alpha1.ExtraArgs{Key: k, Value: v} }
+	env := func(n, v string) kwokv1alpha1.Env { return kwokv1alpha1.Env{Name: n, Value: v} }
 	// A repeated --authorization-always-allow-paths adds to kwokctl's list.
-	allowPprof := extraArg{Key: "authorization-always-allow-paths", Value: "/debug/pprof/*"}
-	scheduler := componentPatch{Name: "kube-scheduler"}
-	controllerManager := componentPatch{Name: "kube-controller-manager"}
-	apiserver := componentPatch{Name: "kube-apiserver"}
+	allowPprof := arg("authorization-always-allow-paths", "/debug/pprof/*")
+	scheduler := kwokv1alpha1.ComponentPatches{Name: "kube-scheduler"}
+	controllerManager := kwokv1alpha1.ComponentPatches{Name: "kube-controller-manager"}
+	apiserver := kwokv1alpha1.ComponentPatches{Name: "kube-apiserver"}
 	if t.Profiling {
 		scheduler.ExtraArgs = append(scheduler.ExtraArgs, allowPprof)
 		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, allowPprof)
 	}
 	if t.ControllerManagerQPS > 0 && !t.DisableQPSLimits {
 		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs,
-			extraArg{"kube-api-qps", fmt.Sprint(t.ControllerManagerQPS)}, extraArg{"kube-api-burst", fmt.Sprint(2 * t.ControllerManagerQPS)})
+			arg("kube-api-qps", fmt.Sprint(t.ControllerManagerQPS)), arg("kube-api-burst", fmt.Sprint(2*t.ControllerManagerQPS)))
 	}
 	if len(t.DisabledControllers) > 0 {
-		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, extraArg{"controllers", "*,-" + strings.Join(t.DisabledControllers, ",-")})
+		controllerManager.ExtraArgs = append(controllerManager.ExtraArgs, arg("controllers", "*,-"+strings.Join(t.DisabledControllers, ",-")))
 	}
 	if len(t.DisabledAdmissionPlugins) > 0 {
-		apiserver.ExtraArgs = append(apiserver.ExtraArgs, extraArg{"disable-admission-plugins", strings.Join(t.DisabledAdmissionPlugins, ",")})
+		apiserver.ExtraArgs = append(apiserver.ExtraArgs, arg("disable-admission-plugins", strings.Join(t.DisabledAdmissionPlugins, ",")))
 	}
 	if t.APIServerGOGC != "" {
-		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, extraEnv{"GOGC", t.APIServerGOGC})
+		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, env("GOGC", t.APIServerGOGC))
 	}
 	if t.APIServerMemoryLimit != "" {
-		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, extraEnv{"GOMEMLIMIT", t.APIServerMemoryLimit})
+		apiserver.ExtraEnvs = append(apiserver.ExtraEnvs, env("GOMEMLIMIT", t.APIServerMemoryLimit))
 	}
-	var patches []componentPatch
-	for _, p := range []componentPatch{scheduler, controllerManager, apiserver} {
+	var patches []kwokv1alpha1.ComponentPatches
+	for _, p := range []kwokv1alpha1.ComponentPatches{scheduler, controllerManager, apiserver} {
 		if len(p.ExtraArgs)+len(p.ExtraEnvs) > 0 {
 			patches = append(patches, p)
 		}
 	}
-	if len(patches) == 0 {
-		return "", nil
-	}
-	out, err := yaml.Marshal(map[string]any{"componentsPatches": patches})
-	return string(out), err
+	return patches
 }
