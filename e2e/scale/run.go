@@ -64,6 +64,8 @@ type Result struct {
 	LivePods            int   `json:"livePodsAtEnd"`
 	// PeakLivePods is the most pods of the run alive at a phase's end.
 	PeakLivePods int `json:"peakLivePods"`
+	// Threshold is the workload's, kept with the figures it is held against.
+	Threshold *WorkloadThreshold `json:"threshold,omitempty"`
 }
 
 // BringUp is node creation.
@@ -98,6 +100,8 @@ type PhaseResult struct {
 	TimedOut          string          `json:"timedOut,omitempty"`
 	// FullPools: mix entries a fill phase stopped placing, their nodes full.
 	FullPools []string `json:"fullPools,omitempty"`
+	// Threshold is the phase's, kept with the figures it is held against.
+	Threshold *PhaseThreshold `json:"threshold,omitempty"`
 }
 
 // Runner drives one workload on a provisioned cluster.
@@ -159,7 +163,7 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 
 // Run executes every phase. The fleet must be Ready.
 func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APISnapshot) (*Result, error) {
-	res := &Result{Fleet: r.fl.Metadata.Name, Workload: r.w.Metadata.Name, Nodes: bringUp.Nodes,
+	res := &Result{Fleet: r.fl.Metadata.Name, Workload: r.w.Metadata.Name, Nodes: bringUp.Nodes, Threshold: r.w.Spec.Threshold,
 		NodeBringUp: BringUp{Nodes: bringUp.Nodes, CreateSeconds: bringUp.CreateTime.Seconds(), ReadySeconds: bringUp.ReadyTime.Seconds(), NodesPerSecond: bringUp.NodesPerSec}}
 	// This process may serve several runs: its peak RSS restarts here
 	// (writing 5 to clear_refs resets VmHWM) and its CPU is counted from here.
@@ -285,7 +289,7 @@ func (r *Runner) create(ctx context.Context, pod *corev1.Pod) error {
 }
 
 func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
-	pr := &PhaseResult{Name: ph.Name, Kind: ph.Kind()}
+	pr := &PhaseResult{Name: ph.Name, Kind: ph.Kind(), Threshold: ph.Threshold}
 	before, err := scrapeAPIServer(ctx, r.cs)
 	if err != nil {
 		return nil, err
@@ -447,7 +451,7 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 		count = max(0, ph.LivePodsPerNode*len(r.nodes.GetStore().ListKeys())-r.live())
 	}
 	next := func(i int) (*corev1.Pod, error) { return r.newPod(ph.Name, i), nil }
-	if ph.BypassScheduler {
+	if ph.Fill() {
 		var nodes []*corev1.Node
 		for _, o := range r.nodes.GetStore().List() {
 			nodes = append(nodes, o.(*corev1.Node))

@@ -55,10 +55,13 @@ type Workload struct {
 	cycle []int
 }
 
-// WorkloadSpec is the mix of pods and the phases that create them.
+// WorkloadSpec is the mix of pods, the phases that create them, and the
+// targets the whole run's figures are held against.
 type WorkloadSpec struct {
 	Mix    []MixEntry `json:"mix"`
 	Phases []Phase    `json:"phases"`
+	// Threshold: targets for figures of the whole run (none if unset).
+	Threshold *WorkloadThreshold `json:"threshold,omitempty"`
 }
 
 // MixEntry is one kind of pod and its share of every phase.
@@ -72,14 +75,19 @@ type MixEntry struct {
 // Schedulable reports whether the contract expects the pod to be placed.
 func (m MixEntry) Schedulable() bool { return m.Shape == "" || m.Shape == ShapeWellFormed }
 
-// Phase creates pods. With Pods > 0 and no Duration it is a burst of Pods
-// pods, created as fast as the workers go (or at Rate pods/s). With
-// Duration it is churn: Rate pods/s created and as many of the phase's
-// oldest deleted, for Duration.
+// Phase creates pods; its Opcode says how, as scheduler_perf's opcode
+// does, and which of the other fields it reads (opcodeFields).
 type Phase struct {
-	Name     string   `json:"name"`
-	Pods     int      `json:"pods,omitempty"`
-	Rate     float64  `json:"rate,omitempty"`
+	// Opcode: burst, churn or fill. Required.
+	Opcode string `json:"opcode"`
+	Name   string `json:"name"`
+	// Pods: burst and fill, how many pods to create.
+	Pods int `json:"pods,omitempty"`
+	// Rate: pods/s; a churn's pace (required), a burst's or fill's cap
+	// (default: as fast as the workers go).
+	Rate float64 `json:"rate,omitempty"`
+	// Duration: churn, how long Rate pods/s are created and as many of the
+	// phase's oldest deleted.
 	Duration Duration `json:"duration,omitempty"`
 	// Timeout bounds the wait for the phase's schedulable pods to be
 	// placed (default: 5 min).
@@ -88,38 +96,62 @@ type Phase struct {
 	// retries them whenever a GPU pod goes away, each retry a scan of every
 	// node: a churn phase with and without them shows what they cost.
 	DeletePending bool `json:"deletePending,omitempty"`
-	// LivePodsPerNode sizes a burst by the fleet instead of Pods: enough
-	// pods that the run holds this many per node afterwards.
+	// LivePodsPerNode sizes a burst or fill by the fleet instead of Pods:
+	// enough pods that the run holds this many per node afterwards.
 	LivePodsPerNode int `json:"livePodsPerNode,omitempty"`
-	// BypassScheduler makes the harness bind the burst's pods itself
-	// (first fit, spec.nodeName), only the mix's well-formed shapes: the
-	// state a burst reaches, at a size the scheduler would take too long
-	// to place here, for memory at fleet scale. Its throughput is the
-	// apiserver's and kwok's, not the scheduler's.
-	BypassScheduler bool `json:"bypassScheduler,omitempty"`
+	// Threshold: targets for this phase's figures (none if unset).
+	Threshold *PhaseThreshold `json:"threshold,omitempty"`
 }
 
-// Phase kinds, as results name them.
+// Opcodes, which results also name phases by.
 const (
+	// KindBurst creates Pods pods for the scheduler, as fast as the
+	// workers go (or at Rate).
 	KindBurst = "burst"
+	// KindChurn creates Rate pods/s for Duration and deletes each about
+	// ten seconds later.
 	KindChurn = "churn"
-	// KindFill is a burst that bypasses the scheduler.
+	// KindFill is a burst whose pods the harness binds itself (first fit,
+	// spec.nodeName), only the mix's well-formed shapes: the state a burst
+	// reaches, at a size the scheduler would take too long to place here,
+	// for memory at fleet scale. Its throughput is the apiserver's and
+	// kwok's, not the scheduler's.
 	KindFill = "fill"
 )
 
-// Kind names what the phase does.
-func (p Phase) Kind() string {
-	switch {
-	case p.Churn():
-		return KindChurn
-	case p.BypassScheduler:
-		return KindFill
-	}
-	return KindBurst
+var opcodes = []string{KindBurst, KindChurn, KindFill}
+
+// opcodeFields lists the fields each opcode reads besides opcode, name,
+// timeout, deletePending and threshold; any other set field is an error,
+// so a phase never silently ignores what its author wrote.
+var opcodeFields = map[string][]string{
+	KindBurst: {"pods", "livePodsPerNode", "rate"},
+	KindFill:  {"pods", "livePodsPerNode", "rate"},
+	KindChurn: {"rate", "duration"},
 }
 
+// setFields names the phase's opcode-specific fields that are set.
+func (p Phase) setFields() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"pods", p.Pods != 0}, {"livePodsPerNode", p.LivePodsPerNode != 0}, {"rate", p.Rate != 0}, {"duration", p.Duration.Duration != 0}} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// Kind names what the phase does: its opcode.
+func (p Phase) Kind() string { return p.Opcode }
+
 // Churn reports whether the phase is a churn phase.
-func (p Phase) Churn() bool { return p.Duration.Duration > 0 }
+func (p Phase) Churn() bool { return p.Opcode == KindChurn }
+
+// Fill reports whether the harness binds the phase's pods itself.
+func (p Phase) Fill() bool { return p.Opcode == KindFill }
 
 // Duration reads "60s"-style durations.
 type Duration struct{ time.Duration }
@@ -185,24 +217,46 @@ func (w *Workload) Validate() error {
 		add("spec.phases: at least one phase is required")
 	}
 	for i, p := range w.Spec.Phases {
+		at := fmt.Sprintf("spec.phases[%d] (%s)", i, p.Name)
 		if p.Name == "" {
 			add("spec.phases[%d].name: required", i)
 		}
+		allowed, ok := opcodeFields[p.Opcode]
 		switch {
-		case p.Churn() && p.Rate <= 0:
-			add("spec.phases[%d] (%s).rate: a churn phase (duration set) needs a rate > 0", i, p.Name)
-		case p.Churn() && (p.BypassScheduler || p.LivePodsPerNode != 0):
-			add("spec.phases[%d] (%s): bypassScheduler and livePodsPerNode are for bursts, not churn (duration set)", i, p.Name)
-		case !p.Churn() && p.Pods < 1 && p.LivePodsPerNode < 1:
-			add("spec.phases[%d] (%s).pods: a burst phase needs pods >= 1 or livePodsPerNode >= 1 (or set duration and rate for churn)", i, p.Name)
-		case p.Pods > 0 && p.LivePodsPerNode > 0:
-			add("spec.phases[%d] (%s): set pods or livePodsPerNode, not both", i, p.Name)
-		case p.BypassScheduler && !slices.ContainsFunc(w.Spec.Mix, MixEntry.Schedulable):
-			add("spec.phases[%d] (%s).bypassScheduler: binds only well-formed pods, and spec.mix has none", i, p.Name)
+		case p.Opcode == "":
+			add("%s.opcode: required (one of %s)", at, strings.Join(opcodes, ", "))
+			continue
+		case !ok:
+			add("%s.opcode: unknown opcode %q (known: %s)", at, p.Opcode, strings.Join(opcodes, ", "))
+			continue
+		}
+		foreign := false
+		for _, f := range p.setFields() {
+			if !slices.Contains(allowed, f) {
+				add("%s.%s: not a field of opcode %s (it takes %s)", at, f, p.Opcode, strings.Join(allowed, ", "))
+				foreign = true
+			}
+		}
+		errs = append(errs, p.Threshold.validate(at+".threshold", p.Opcode)...)
+		if foreign {
+			continue
+		}
+		switch {
 		case p.Rate < 0:
-			add("spec.phases[%d] (%s).rate: must be >= 0", i, p.Name)
+			add("%s.rate: must be >= 0", at)
+		case p.Churn() && p.Rate <= 0:
+			add("%s.rate: a churn phase needs a rate > 0", at)
+		case p.Churn() && p.Duration.Duration <= 0:
+			add("%s.duration: a churn phase needs a duration > 0", at)
+		case !p.Churn() && p.Pods < 1 && p.LivePodsPerNode < 1:
+			add("%s.pods: a %s phase needs pods >= 1 or livePodsPerNode >= 1", at, p.Opcode)
+		case p.Pods > 0 && p.LivePodsPerNode > 0:
+			add("%s: set pods or livePodsPerNode, not both", at)
+		case p.Fill() && !slices.ContainsFunc(w.Spec.Mix, MixEntry.Schedulable):
+			add("%s.opcode: fill binds only well-formed pods, and spec.mix has none", at)
 		}
 	}
+	errs = append(errs, w.Spec.Threshold.validate("spec.threshold")...)
 	return errors.Join(errs...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,18 +29,62 @@ func TestWorkloadsInTheRepoLoad(t *testing.T) {
 	}
 }
 
+func TestGoodWorkloadParses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(`apiVersion: gpupool.dev/v1alpha1
+kind: Workload
+metadata: {name: w}
+spec:
+  mix: [{pool: a, weight: 1}]
+  threshold:
+    nodesReady: {max: 60s, minNodes: 10000}
+    nodesNotReady: {max: 0}
+    controlPlaneRSS: {max: 6Gi, minNodes: 10000, minPods: 50000}
+  phases:
+    - {opcode: burst, name: b, pods: 10, rate: 5, threshold: {schedulingThroughput: {min: 300, minNodes: 5000, maxNodes: 9999}}}
+    - {opcode: churn, name: c, rate: 2, duration: 5s, deletePending: true, threshold: {createToScheduledP99: {max: 5s}}}
+    - {opcode: fill, name: f, livePodsPerNode: 2, threshold: {mutatingP99: {max: 1s}}}
+`), 0o644))
+	w, err := LoadWorkload(path)
+	require.NoError(t, err)
+	ph := w.Spec.Phases
+	assert.Equal(t, []string{KindBurst, KindChurn, KindFill}, []string{ph[0].Kind(), ph[1].Kind(), ph[2].Kind()})
+	assert.True(t, ph[1].Churn())
+	assert.True(t, ph[2].Fill())
+	assert.Equal(t, 300.0, ph[0].Threshold.SchedulingThroughput.Min)
+	assert.Equal(t, Scope{MinNodes: 5000, MaxNodes: 9999}, ph[0].Threshold.SchedulingThroughput.Scope)
+	assert.Equal(t, 5*time.Second, ph[1].Threshold.CreateToScheduledP99.Max.Duration)
+	assert.Equal(t, int64(6<<30), w.Spec.Threshold.ControlPlaneRSS.Max.Value())
+	assert.Equal(t, 0, *w.Spec.Threshold.NodesNotReady.Max)
+}
+
 func TestBadWorkloadsNameTheField(t *testing.T) {
 	dir := t.TempDir()
+	const head = "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\n"
 	for _, tc := range []struct{ name, body, want string }{
-		{"unknown field", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1, gpus: 2}], phases: [{name: b, pods: 1}]}\n", "gpus"},
-		{"unknown shape", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1, shape: huge}], phases: [{name: b, pods: 1}]}\n", `spec.mix[0].shape: unknown shape "huge"`},
-		{"zero weight", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a}], phases: [{name: b, pods: 1}]}\n", "spec.mix[0].weight: must be >= 1"},
-		{"churn without rate", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, duration: 60s}]}\n", "spec.phases[0] (c).rate"},
-		{"bad duration", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, rate: 1, duration: soon}]}\n", "want a duration like 60s"},
-		{"empty burst", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: b}]}\n", "spec.phases[0] (b).pods"},
-		{"fill in churn", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: c, rate: 1, duration: 5s, bypassScheduler: true}]}\n", "spec.phases[0] (c): bypassScheduler and livePodsPerNode are for bursts"},
-		{"both sizes", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1}], phases: [{name: f, pods: 5, livePodsPerNode: 5}]}\n", "spec.phases[0] (f): set pods or livePodsPerNode, not both"},
-		{"fill with nothing to place", "apiVersion: gpupool.dev/v1alpha1\nkind: Workload\nmetadata: {name: w}\nspec: {mix: [{pool: a, weight: 1, shape: untolerated}], phases: [{name: f, pods: 5, bypassScheduler: true}]}\n", "spec.phases[0] (f).bypassScheduler: binds only well-formed pods"},
+		{"unknown field", head + "spec: {mix: [{pool: a, weight: 1, gpus: 2}], phases: [{opcode: burst, name: b, pods: 1}]}\n", "gpus"},
+		{"unknown shape", head + "spec: {mix: [{pool: a, weight: 1, shape: huge}], phases: [{opcode: burst, name: b, pods: 1}]}\n", `spec.mix[0].shape: unknown shape "huge"`},
+		{"zero weight", head + "spec: {mix: [{pool: a}], phases: [{opcode: burst, name: b, pods: 1}]}\n", "spec.mix[0].weight: must be >= 1"},
+		{"missing opcode", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{name: b, pods: 1}]}\n", "spec.phases[0] (b).opcode: required (one of burst, churn, fill)"},
+		{"unknown opcode", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: blast, name: b, pods: 1}]}\n", `spec.phases[0] (b).opcode: unknown opcode "blast" (known: burst, churn, fill)`},
+		{"bypassScheduler is gone", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b, pods: 1, bypassScheduler: true}]}\n", "bypassScheduler"},
+		{"churn without rate", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, duration: 60s}]}\n", "spec.phases[0] (c).rate: a churn phase needs a rate > 0"},
+		{"churn without duration", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1}]}\n", "spec.phases[0] (c).duration: a churn phase needs a duration > 0"},
+		{"bad duration", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: soon}]}\n", "want a duration like 60s"},
+		{"empty burst", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b}]}\n", "spec.phases[0] (b).pods: a burst phase needs pods >= 1"},
+		{"pods in churn", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: 5s, pods: 3}]}\n", "spec.phases[0] (c).pods: not a field of opcode churn (it takes rate, duration)"},
+		{"duration in burst", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b, pods: 3, duration: 5s}]}\n", "spec.phases[0] (b).duration: not a field of opcode burst"},
+		{"livePodsPerNode in churn", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: 5s, livePodsPerNode: 5}]}\n", "spec.phases[0] (c).livePodsPerNode: not a field of opcode churn"},
+		{"both sizes", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: f, pods: 5, livePodsPerNode: 5}]}\n", "spec.phases[0] (f): set pods or livePodsPerNode, not both"},
+		{"fill with nothing to place", head + "spec: {mix: [{pool: a, weight: 1, shape: untolerated}], phases: [{opcode: fill, name: f, pods: 5}]}\n", "spec.phases[0] (f).opcode: fill binds only well-formed pods"},
+		{"throughput threshold on churn", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: 5s, threshold: {schedulingThroughput: {min: 300}}}]}\n", "spec.phases[0] (c).threshold.schedulingThroughput: not a threshold of opcode churn (it takes createToScheduledP99, mutatingP99)"},
+		{"latency threshold on fill", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: fill, name: f, pods: 1, threshold: {createToScheduledP99: {max: 5s}}}]}\n", "spec.phases[0] (f).threshold.createToScheduledP99: not a threshold of opcode fill"},
+		{"threshold without its limit", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b, pods: 1, threshold: {schedulingThroughput: {minNodes: 5000}}}]}\n", "spec.phases[0] (b).threshold.schedulingThroughput.min: required"},
+		{"threshold with a foreign limit", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b, pods: 1, threshold: {schedulingThroughput: {max: 300}}}]}\n", "max"},
+		{"threshold scope upside down", head + "spec: {mix: [{pool: a, weight: 1}], threshold: {nodesReady: {max: 60s, minNodes: 10000, maxNodes: 5000}}, phases: [{opcode: burst, name: b, pods: 1}]}\n", "spec.threshold.nodesReady.maxNodes: 5000 is below minNodes 10000"},
+		{"negative scope", head + "spec: {mix: [{pool: a, weight: 1}], threshold: {controlPlaneRSS: {max: 6Gi, minPods: -1}}, phases: [{opcode: burst, name: b, pods: 1}]}\n", "spec.threshold.controlPlaneRSS.minPods: must be >= 0"},
+		{"count threshold without max", head + "spec: {mix: [{pool: a, weight: 1}], threshold: {nodesNotReady: {}}, phases: [{opcode: burst, name: b, pods: 1}]}\n", "spec.threshold.nodesNotReady.max: required"},
+		{"bad threshold duration", head + "spec: {mix: [{pool: a, weight: 1}], threshold: {mutatingP99: {max: fast}}, phases: [{opcode: burst, name: b, pods: 1}]}\n", "want a duration like 60s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, tc.name+".yaml")

@@ -1,0 +1,65 @@
+package scale
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// figure finds one figure by name.
+func figure(t *testing.T, figs []Figure, name string) Figure {
+	t.Helper()
+	for _, f := range figs {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no figure %q", name)
+	return Figure{}
+}
+
+// The repo's gpu-burst thresholds hold a run only at the size each was set
+// for: a 10,000-node run's bring-up against 60 s, a 200-node run's not at
+// all (printed without a target rather than held to a 10,000-node one).
+func TestThresholdsApplyAtTheirScope(t *testing.T) {
+	w, err := LoadWorkload(filepath.Join("..", "..", "manifests", "workloads", "gpu-burst.yaml"))
+	require.NoError(t, err)
+	burst := w.Spec.Phases[0]
+	require.Equal(t, KindBurst, burst.Kind())
+
+	big := &Result{Nodes: 10000, PeakLivePods: 50000, Threshold: w.Spec.Threshold, ControlPlanePeakRSS: 7 << 30,
+		NodeBringUp: BringUp{ReadySeconds: 47.4}}
+	figs := Figures("10k", big)
+	ready := figure(t, figs, "nodes created and Ready")
+	require.NotNil(t, ready.Met)
+	assert.True(t, *ready.Met)
+	assert.Equal(t, "≤ 60 s at 10,000+ nodes", ready.Target)
+	rss := figure(t, figs, "control plane peak RSS")
+	require.NotNil(t, rss.Met)
+	assert.False(t, *rss.Met, "7 GiB is over 6 GiB")
+	assert.Equal(t, "≤ 6 GiB at 10,000+ nodes, 50,000+ pods", rss.Target)
+
+	small := &Result{Nodes: 200, PeakLivePods: 1200, Threshold: w.Spec.Threshold, ControlPlanePeakRSS: 1 << 30,
+		Phases: []PhaseResult{{Name: "burst", Kind: KindBurst, Created: 1000, Threshold: burst.Threshold,
+			SchedulingThroughput: Percentiles{Average: 40}}}}
+	figs = Figures("200", small)
+	for _, name := range []string{"nodes created and Ready", "control plane peak RSS", "burst SchedulingThroughput Average"} {
+		f := figure(t, figs, name)
+		assert.Nil(t, f.Met, name)
+		assert.Empty(t, f.Target, name)
+	}
+	// Thresholds without a scope hold at every size.
+	notReady := figure(t, figs, "most nodes NotReady at once after bring-up")
+	require.NotNil(t, notReady.Met)
+	assert.Equal(t, "0 (held Ready)", notReady.Target)
+
+	mid := &Result{Nodes: 5000, PeakLivePods: 20000, Threshold: w.Spec.Threshold,
+		Phases: []PhaseResult{{Name: "burst", Kind: KindBurst, Created: 20000, Threshold: burst.Threshold,
+			SchedulingThroughput: Percentiles{Average: 60}}}}
+	tp := figure(t, Figures("5k", mid), "burst SchedulingThroughput Average")
+	require.NotNil(t, tp.Met)
+	assert.False(t, *tp.Met)
+	assert.Equal(t, "≥ 300 pods/s at 5,000–9,999 nodes, 20,000+ pods", tp.Target)
+}
