@@ -241,11 +241,7 @@ func DeviceIDs(node, resource string, count int64, replicas int) []string {
 
 // deviceID names the k-th device of a resource (see DeviceIDs).
 func deviceID(node, resource string, k int64, replicas int) string {
-	uuid := func(parts ...string) string {
-		sum := sha256.Sum256([]byte(node + "/" + strings.Join(parts, "/")))
-		h := hex.EncodeToString(sum[:16])
-		return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
-	}
+	uuid := func(parts ...string) string { return nodeUUID(node, parts...) }
 	switch {
 	case replicas > 1:
 		gpu := k / int64(replicas)
@@ -254,6 +250,14 @@ func deviceID(node, resource string, k int64, replicas int) string {
 		return "MIG-" + uuid(resource, strconv.FormatInt(k, 10))
 	}
 	return "GPU-" + uuid("gpu", strconv.FormatInt(k, 10))
+}
+
+// nodeUUID is a UUID-shaped hash of a node name and parts: stable, and
+// the same wherever it is computed.
+func nodeUUID(node string, parts ...string) string {
+	sum := sha256.Sum256([]byte(node + "/" + strings.Join(parts, "/")))
+	h := hex.EncodeToString(sum[:16])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
 }
 
 // SharedRequestTooLarge is the error the device plugin's Allocate returns
