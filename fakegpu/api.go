@@ -16,6 +16,11 @@ const (
 	// plugin on the node (its pod gone): allocatable GPUs drop to 0.
 	AnnotationDevicePlugin = "fakegpu.gpupool.dev/device-plugin"
 	DevicePluginDown       = "down"
+	// AnnotationDRA names how NVIDIA's DRA driver serves the node's GPUs
+	// (a DRAModes value; absent: no DRA driver on the node), and
+	// AnnotationDRAShares its --consumable-shares (DRAConfig).
+	AnnotationDRA       = "fakegpu.gpupool.dev/dra"
+	AnnotationDRAShares = "fakegpu.gpupool.dev/dra-consumable-shares"
 	// AnnotationGPUMemory on a pod declares the GPU memory (MiB) it uses
 	// on a shared GPU; the simulated kubelet OOMKills the pod that makes a
 	// physical GPU's pods exceed its memory.
@@ -31,6 +36,7 @@ const (
 	AnnotationMIGSince       = "fakegpu.gpupool.dev/mig-reconfigure-since"
 	AnnotationMIGGPUs        = "fakegpu.gpupool.dev/mig-gpus"
 	AnnotationPluginError    = "fakegpu.gpupool.dev/device-plugin-error"
+	AnnotationDRAError       = "fakegpu.gpupool.dev/dra-driver-error"
 	AnnotationObservedConfig = "fakegpu.gpupool.dev/observed-config"
 )
 

@@ -78,6 +78,20 @@ func (c DRAConfig) shares() (int, error) {
 	return n, nil
 }
 
+// DRAConfigFor reads a node's DRA driver from its annotations; ok is
+// false when the node has none.
+func DRAConfigFor(annotations map[string]string) (cfg DRAConfig, ok bool, err error) {
+	mode, ok := annotations[AnnotationDRA]
+	if !ok {
+		return DRAConfig{}, false, nil
+	}
+	cfg = DRAConfig{Mode: mode, ConsumableShares: annotations[AnnotationDRAShares]}
+	if err := cfg.Validate(); err != nil {
+		return cfg, true, fmt.Errorf("annotations %s, %s: %w", AnnotationDRA, AnnotationDRAShares, err)
+	}
+	return cfg, true, nil
+}
+
 // DRASliceName is the generateName prefix of a node's index-th slice
 // (dra §2: `<5-hex index>-gpu.nvidia.com-<node>-`).
 func DRASliceName(node string, index int) string {

@@ -369,3 +369,34 @@ func TestDRASliceName(t *testing.T) {
 	assert.Equal(t, "00000-gpu.nvidia.com-node-a-", DRASliceName("node-a", 0))
 	assert.Equal(t, "0000a-gpu.nvidia.com-node-a-", DRASliceName("node-a", 10))
 }
+
+// A node whose GPUs the DRA driver serves publishes slices from the MIG
+// state the MIG manager left, beside whatever the device plugin does:
+// the plugin's deploy label decides that (dra §6.2 is a node with both).
+func TestDesiredPublishesDRASlices(t *testing.T) {
+	s := migStack(t)
+	inv := NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 2}
+	obs := func(labels, ann map[string]string) NodeObservation {
+		return NodeObservation{Name: "n", Labels: labels, Annotations: ann}
+	}
+	dpOff := map[string]string{LabelMIGConfig: "all-1g.10gb", LabelDeployDevicePlugin: "false"}
+	d := s.Desired(inv, obs(dpOff, map[string]string{AnnotationMIGApplied: "all-1g.10gb", AnnotationDRA: DRAStaticMIG,
+		AnnotationMIGGPUs: EncodeGPUStates(migAll(2, map[string]int{"1g.10gb": 7}))}), 0)
+	assert.Empty(t, d.DRAErr)
+	assert.Len(t, devicesOf(d.DRA), 14, "seven 1g.10gb devices per GPU")
+	assert.Zero(t, d.Allocatable[ResourceMIGPrefix+"1g.10gb"], "device plugin not deployed")
+	assert.NotEmpty(t, d.PluginDown)
+
+	// Both on one node: the simulator publishes both, as the real stack
+	// would; telling a team so is the contract's job.
+	d = s.Desired(inv, obs(map[string]string{LabelMIGConfig: "all-disabled"}, map[string]string{AnnotationMIGApplied: "all-disabled", AnnotationDRA: DRAWholeGPU}), 0)
+	assert.EqualValues(t, 2, d.Allocatable[ResourceGPU])
+	assert.Len(t, devicesOf(d.DRA), 2)
+
+	d = s.Desired(inv, obs(dpOff, map[string]string{AnnotationDRA: "vgpu"}), 0)
+	assert.Nil(t, d.DRA)
+	assert.Contains(t, d.DRAErr, `annotations fakegpu.gpupool.dev/dra, fakegpu.gpupool.dev/dra-consumable-shares: mode: unknown DRA mode "vgpu"`)
+
+	d = s.Desired(inv, obs(dpOff, map[string]string{}), 0)
+	assert.Nil(t, d.DRA, "no driver, no slices")
+}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	resourcev1 "k8s.io/api/resource/v1"
 )
 
 // NodeObservation is what the controller reads of one node.
@@ -42,6 +44,11 @@ type NodeDesired struct {
 	// Unhealthy lists, per resource, the devices the plugin reports
 	// unhealthy: in capacity, not in allocatable.
 	Unhealthy map[string][]string
+	// DRA is what NVIDIA's DRA driver publishes for the node (nil: no
+	// driver, or DRAErr says why it publishes nothing). The generation in
+	// each spec is 0: the pool's generation is the publisher's.
+	DRA    []resourcev1.ResourceSliceSpec
+	DRAErr string
 }
 
 // Inventory reads a node's GPU inventory from its annotations.
@@ -123,6 +130,19 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 		d.Unhealthy = unhealthy
 		d.Annotations[AnnotationUnhealthyDevices] = strings.Join(ids, ",")
 	}
+
+	// The DRA driver serves from the same GPUs; its health check taints
+	// the devices of a GPU with an Xid.
+	if cfg, ok, err := DRAConfigFor(obs.Annotations); ok {
+		xids, _ := ParseXids(obs.Annotations[AnnotationXid], inv.Count)
+		if err == nil {
+			d.DRA, err = DRASlices(obs.Name, inv, gpus, cfg, 0, xids)
+		}
+		if err != nil {
+			d.DRAErr = err.Error()
+		}
+	}
+	d.Annotations[AnnotationDRAError] = d.DRAErr
 
 	// Labels the stack owns but no longer publishes.
 	for _, k := range sortedKeys(obs.Labels) {

@@ -67,6 +67,9 @@ type Pool struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Taints      []corev1.Taint    `json:"taints,omitempty"`
 	Sharing     *Sharing          `json:"sharing,omitempty"`
+	// DRA: the pool's GPUs are served by NVIDIA's DRA driver instead of
+	// the device plugin (nil: the device plugin).
+	DRA *DRA `json:"dra,omitempty"`
 	// TrustDomains splits the pool's nodes between tenants that must not
 	// share hardware; their node counts add up to Nodes.
 	TrustDomains []TrustDomain `json:"trustDomains,omitempty"`
@@ -75,6 +78,32 @@ type Pool struct {
 	Memory string `json:"memory,omitempty"`
 	// MaxPods is each node's pod capacity (default 110).
 	MaxPods int `json:"maxPods,omitempty"`
+}
+
+// DRA is how NVIDIA's DRA driver serves a pool's GPUs. Its nodes also get
+// nvidia.com/gpu.deploy.device-plugin=false, as a team moving a pool to
+// DRA sets it, unless the pool's labels say otherwise (a node served both
+// ways is a pitfall the contract catches).
+type DRA struct {
+	// Mode: gpu (whole GPUs), static-mig (the MIG devices the pool's
+	// sharing.mig layout makes) or dynamic-mig (partitionable devices).
+	Mode string `json:"mode"`
+	// ConsumableShares: the driver's --consumable-shares (memory,
+	// unlimited or a count; empty: off).
+	ConsumableShares string `json:"consumableShares,omitempty"`
+}
+
+func (d *DRA) validate(sku fakegpu.SKU) []error {
+	if d == nil {
+		return nil
+	}
+	if err := (fakegpu.DRAConfig{Mode: d.Mode, ConsumableShares: d.ConsumableShares}).Validate(); err != nil {
+		return []error{fmt.Errorf("dra.%w", err)}
+	}
+	if d.Mode != fakegpu.DRAWholeGPU && !sku.MIGCapable() {
+		return []error{fmt.Errorf("dra.mode: %s needs a MIG-capable GPU; %s is not", d.Mode, sku.Key)}
+	}
+	return nil
 }
 
 // Sharing is how the pool's GPUs are meant to be handed out. The fleet says
@@ -203,8 +232,8 @@ func (p Pool) validate() []error {
 		add("nodes: must be >= 0, got %d", p.Nodes)
 	}
 	if p.SKU == "" {
-		if p.GPUsPerNode != 0 || p.Sharing != nil {
-			add("sku: required when gpusPerNode or sharing is set (known: %s)", strings.Join(fakegpu.SKUKeys(), ", "))
+		if p.GPUsPerNode != 0 || p.Sharing != nil || p.DRA != nil {
+			add("sku: required when gpusPerNode, sharing or dra is set (known: %s)", strings.Join(fakegpu.SKUKeys(), ", "))
 		}
 	} else {
 		sku, err := fakegpu.LookupSKU(p.SKU)
@@ -216,6 +245,7 @@ func (p Pool) validate() []error {
 		}
 		if err == nil {
 			errs = append(errs, p.Sharing.validate(sku)...)
+			errs = append(errs, p.DRA.validate(sku)...)
 		}
 	}
 	for k, v := range p.Labels {

@@ -47,6 +47,13 @@ func TestBadFleetsNameTheField(t *testing.T) {
 			[]string{"trustDomains: node counts add up to 1, but the pool has 4 nodes"}},
 		{"bad taint effect", "spec:\n  pools:\n    - {name: cpu, nodes: 1, taints: [{key: a, value: b, effect: Never}]}\n",
 			[]string{"taints[0].effect", "Never"}},
+		{"unknown DRA mode", "spec:\n  pools:\n    - {name: gpu, sku: h100-80gb, nodes: 1, gpusPerNode: 1, dra: {mode: vgpu}}\n",
+			[]string{`spec.pools[0] (gpu).dra.mode: unknown DRA mode "vgpu" (known: gpu, static-mig, dynamic-mig)`}},
+		{"dynamic MIG on a GPU without MIG", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, dra: {mode: dynamic-mig}}\n",
+			[]string{"spec.pools[0] (gpu).dra.mode: dynamic-mig needs a MIG-capable GPU; l4 is not"}},
+		{"bad consumable shares", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, dra: {mode: gpu, consumableShares: lots}}\n",
+			[]string{`spec.pools[0] (gpu).dra.consumableShares: want memory, unlimited or a count >= 1, got "lots"`}},
+		{"DRA on a CPU pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1, dra: {mode: gpu}}\n", []string{"sku: required when gpusPerNode, sharing or dra is set"}},
 		{"duplicate pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n    - {name: cpu, nodes: 1}\n", []string{"duplicate pool name"}},
 		{"two documents", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n---\n" + header, []string{"want one Fleet document, found 2"}},
 	} {
@@ -59,6 +66,29 @@ func TestBadFleetsNameTheField(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
 			}
+		})
+	}
+}
+
+// A DRA pool's nodes name their driver for fakegpu and, unless the pool
+// says otherwise, keep the device plugin off.
+func TestDRAPoolNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   string
+	}{
+		{"device plugin off by default", nil, "false"},
+		{"the pool's own label wins", map[string]string{fakegpu.LabelDeployDevicePlugin: "true"}, "true"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &Fleet{Spec: Spec{Pools: []Pool{{Name: "dra", SKU: "h100-80gb", Nodes: 1, GPUsPerNode: 8, Labels: tc.labels,
+				DRA: &DRA{Mode: fakegpu.DRAWholeGPU, ConsumableShares: "4"}}}}}
+			n, err := f.NodeSpecs()[0].Node()
+			require.NoError(t, err)
+			assert.Equal(t, fakegpu.DRAWholeGPU, n.Annotations[fakegpu.AnnotationDRA])
+			assert.Equal(t, "4", n.Annotations[fakegpu.AnnotationDRAShares])
+			assert.Equal(t, tc.want, n.Labels[fakegpu.LabelDeployDevicePlugin])
 		})
 	}
 }

@@ -89,6 +89,15 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 				labels[fakegpu.LabelDevicePluginConfig] = r.Config
 			}
 		}
+		if d := p.DRA; d != nil {
+			annotations[fakegpu.AnnotationDRA] = d.Mode
+			if d.ConsumableShares != "" {
+				annotations[fakegpu.AnnotationDRAShares] = d.ConsumableShares
+			}
+			if _, set := p.Labels[fakegpu.LabelDeployDevicePlugin]; !set {
+				labels[fakegpu.LabelDeployDevicePlugin] = "false"
+			}
+		}
 	}
 
 	cpu, mem, pods := orDefault(p.CPU, "64"), orDefault(p.Memory, "512Gi"), p.MaxPods

@@ -85,6 +85,9 @@ type Controller struct {
 	configMaps  cache.SharedIndexInformer
 	policies    cache.SharedIndexInformer
 	rcs         cache.SharedIndexInformer
+	// sliceFactory holds the informer of NVIDIA's DRA driver's slices.
+	sliceFactory informers.SharedInformerFactory
+	slices       cache.SharedIndexInformer
 
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	podQueue  workqueue.TypedRateLimitingInterface[string]
@@ -97,6 +100,8 @@ type Controller struct {
 	stack     *fakegpu.Stack
 	stackErr  error
 	configKey string // identity of the inputs the stack was built from
+	// publishedGen is the pool generation last published per node.
+	publishedGen map[string]int64
 }
 
 // New builds a controller for the cluster at rc.
@@ -121,7 +126,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint()}
+	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint(), publishedGen: map[string]int64{}}
 	if _, err := labels.Parse(opt.NodeSelector); err != nil {
 		return nil, fmt.Errorf("fakegpu controller: node selector %q: %w", opt.NodeSelector, err)
 	}
@@ -143,6 +148,11 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 		return nil, err
 	}
 	c.rcs = c.factory.Node().V1().RuntimeClasses().Informer()
+	c.sliceFactory = informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTransform(StripManagedFields), informers.WithTweakListOptions(sliceListOptions))
+	c.slices = c.sliceFactory.Resource().V1().ResourceSlices().Informer()
+	if err := c.slices.AddIndexers(cache.Indexers{sliceIndex: indexSliceByNode}); err != nil {
+		return nil, err
+	}
 	c.configMaps = c.nsFactory.Core().V1().ConfigMaps().Informer()
 	c.policies = c.dynFactory.ForResource(ClusterPolicies).Informer()
 
@@ -195,7 +205,8 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.nodeFactory.Start(ctx.Done())
 	c.nsFactory.Start(ctx.Done())
 	c.dynFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced) {
+	c.sliceFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced, c.slices.HasSynced) {
 		return fmt.Errorf("fakegpu controller: caches did not sync: %w", ctx.Err())
 	}
 	c.configChanged()

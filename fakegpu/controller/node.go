@@ -98,6 +98,17 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 		}
 	}
 
+	// NVIDIA's DRA driver: its pool, or none (also when it stopped).
+	if d.DRAErr != "" && d.DRAErr != node.Annotations[fakegpu.AnnotationDRAError] {
+		c.recorder.Eventf(node, corev1.EventTypeWarning, "DRADriverDown", "nvidia DRA driver publishes nothing: %s", d.DRAErr)
+	}
+	if stale, err := c.reconcileSlices(ctx, node, d.DRA); err != nil {
+		return 0, err
+	} else if stale {
+		// The informer has not shown the last generation yet.
+		return 100 * time.Millisecond, nil
+	}
+
 	// Events say why a node's GPUs changed.
 	before := node.Annotations[fakegpu.AnnotationPluginError]
 	switch {
