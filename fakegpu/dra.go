@@ -490,6 +490,29 @@ func CDIDeviceID(claimUID, device string) string {
 	return "k8s.gpu.nvidia.com/claim=" + claimUID + "-" + device
 }
 
+// AnnotationCDIDevices on a pod lists the CDI devices the simulated DRA
+// kubelet plugin prepared for its claims, comma-separated: what the
+// runtime would inject. Like AnnotationVisibleDevices, a record for
+// checks; a real kubelet writes nothing there.
+const AnnotationCDIDevices = "fakegpu.gpupool.dev/cdi-devices"
+
+// DRAPrepareFailed is the reason of the event (and of the simulated
+// containers' waiting state) when the kubelet cannot prepare a pod's claims
+// (dra §4 "Kubelet and the DRA plugin": FailedPrepareDynamicResources,
+// "Failed to prepare dynamic resources: ...").
+const DRAPrepareFailed = "FailedPrepareDynamicResources"
+
+// DRAPrepareFailedMessage is that event's message for err.
+func DRAPrepareFailedMessage(err error) string {
+	return "Failed to prepare dynamic resources: " + err.Error()
+}
+
+// DRANotReservedError is the kubelet's refusal of a claim not reserved
+// for the pod (dra §4).
+func DRANotReservedError(pod, podUID, claim, claimUID string) error {
+	return fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod, podUID, claim, claimUID)
+}
+
 // DRAAllocated is one device of a claim's allocation, as the kubelet
 // plugin reads it from status.allocation.devices.results.
 type DRAAllocated struct {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,6 +89,7 @@ type Controller struct {
 	// sliceFactory holds the informer of NVIDIA's DRA driver's slices.
 	sliceFactory informers.SharedInformerFactory
 	slices       cache.SharedIndexInformer
+	claims       cache.SharedIndexInformer
 
 	nodeQueue workqueue.TypedRateLimitingInterface[string]
 	podQueue  workqueue.TypedRateLimitingInterface[string]
@@ -153,6 +155,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	if err := c.slices.AddIndexers(cache.Indexers{sliceIndex: indexSliceByNode}); err != nil {
 		return nil, err
 	}
+	c.claims = c.factory.Resource().V1().ResourceClaims().Informer()
 	c.configMaps = c.nsFactory.Core().V1().ConfigMaps().Informer()
 	c.policies = c.dynFactory.ForResource(ClusterPolicies).Informer()
 
@@ -183,6 +186,27 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 			c.podQueue.Add(p.Namespace + "/" + p.Name)
 		}
 	}
+	// A node's pool changing may take devices from its running claim pods.
+	slicesChanged := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		s, ok := obj.(*resourcev1.ResourceSlice)
+		if !ok || s.Spec.NodeName == nil {
+			return
+		}
+		pods, _ := c.pods.GetIndexer().ByIndex("spec.nodeName", *s.Spec.NodeName)
+		for _, p := range pods {
+			if p := p.(*corev1.Pod); len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil {
+				enqueuePod(p)
+			}
+		}
+	}
+	c.slices.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    slicesChanged,
+		UpdateFunc: func(_, obj any) { slicesChanged(obj) },
+		DeleteFunc: slicesChanged,
+	})
 	c.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueuePod,
 		UpdateFunc: func(_, obj any) { enqueuePod(obj) },
@@ -206,7 +230,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	c.nsFactory.Start(ctx.Done())
 	c.dynFactory.Start(ctx.Done())
 	c.sliceFactory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced, c.slices.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.nodes.HasSynced, c.pods.HasSynced, c.configMaps.HasSynced, c.policies.HasSynced, c.rcs.HasSynced, c.slices.HasSynced, c.claims.HasSynced) {
 		return fmt.Errorf("fakegpu controller: caches did not sync: %w", ctx.Err())
 	}
 	c.configChanged()

@@ -46,6 +46,12 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 	for _, o := range onNode {
 		pods = append(pods, o.(*corev1.Pod))
 	}
+	var requeue time.Duration
+	if _, dra, _ := fakegpu.DRAConfigFor(node.Annotations); dra && len(podClaimNames(pod)) > 0 {
+		if requeue, err = c.reconcileClaims(ctx, node, pod); err != nil {
+			return 0, err
+		}
+	}
 	for _, j := range judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano()) {
 		p, v := j.pod, j.verdict
 		if j.record != nil && !c.opt.SkipDeviceRecords {
@@ -73,7 +79,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		}
 		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
 	}
-	return 0, nil
+	return requeue, nil
 }
 
 // judgement is the simulated kubelet's decision for one pod: its verdict
@@ -152,7 +158,7 @@ func (c *Controller) podsOnNodeSlow(node string) []any {
 }
 
 func (c *Controller) gpuPod(p *corev1.Pod) fakegpu.GPUPod {
-	gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Containers: ContainerRequests(p)}
+	gp := fakegpu.GPUPod{Key: p.Namespace + "/" + p.Name, Containers: deviceManagerRequests(p)}
 	if rc := p.Spec.RuntimeClassName; rc != nil {
 		if o, ok, _ := c.rcs.GetStore().GetByKey(*rc); ok {
 			gp.RuntimeHandler = handlerOf(o)
@@ -187,6 +193,20 @@ func ContainerRequests(p *corev1.Pod) []fakegpu.ContainerRequest {
 	add(p.Spec.InitContainers, true)
 	add(p.Spec.Containers, false)
 	return out
+}
+
+// deviceManagerRequests are ContainerRequests less the limits the
+// scheduler mapped to the pod's DRA claim: those the kubelet's device
+// manager skips (dra-facts §3 "Kubelet").
+func deviceManagerRequests(p *corev1.Pod) []fakegpu.ContainerRequest {
+	reqs := ContainerRequests(p)
+	served := draServedLimits(p)
+	for _, r := range reqs {
+		for name := range served[r.Name] {
+			delete(r.Limits, name)
+		}
+	}
+	return reqs
 }
 
 // alreadyJudged reports whether the pod's status already shows the outcome.
@@ -263,30 +283,41 @@ func (c *Controller) failPodsOnRepartition(ctx context.Context, node *corev1.Nod
 	if err != nil {
 		return err
 	}
-	now := metav1.Now()
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded || !anyGPULimit(p) {
 			continue
 		}
-		p.Status.Phase = corev1.PodFailed
-		p.Status.Reason = "GPUDevicesRemoved"
-		p.Status.Message = fmt.Sprintf("the MIG layout of node %s changed from %s to %s while the pod ran; its GPU devices no longer exist", node.Name, from, to)
-		p.Status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
-			cs.Ready = false
-			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "GPUDevicesRemoved", Message: p.Status.Message, FinishedAt: now}}
-		})
-		setCondition(&p.Status, corev1.PodReady, corev1.ConditionFalse, "GPUDevicesRemoved", now)
-		if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"}); err != nil {
-			return ignoreNotFound(err)
+		msg := fmt.Sprintf("the MIG layout of node %s changed from %s to %s while the pod ran; its GPU devices no longer exist", node.Name, from, to)
+		if err := c.failPod(ctx, p, "GPUDevicesRemoved", msg); err != nil {
+			return err
 		}
-		c.recorder.Eventf(p, corev1.EventTypeWarning, "GPUDevicesRemoved", "%s", p.Status.Message)
 	}
 	return nil
 }
 
+// failPod ends a running GPU pod whose devices went away: Failed, each
+// container terminated with reason, and an event saying why.
+func (c *Controller) failPod(ctx context.Context, p *corev1.Pod, reason, msg string) error {
+	now := metav1.Now()
+	p = p.DeepCopy()
+	p.Status.Phase = corev1.PodFailed
+	p.Status.Reason = reason
+	p.Status.Message = msg
+	p.Status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
+		cs.Ready = false
+		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: reason, Message: msg, FinishedAt: now}}
+	})
+	setCondition(&p.Status, corev1.PodReady, corev1.ConditionFalse, reason, now)
+	if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"}); err != nil {
+		return ignoreNotFound(err)
+	}
+	c.recorder.Eventf(p, corev1.EventTypeWarning, reason, "%s", msg)
+	return nil
+}
+
 func anyGPULimit(p *corev1.Pod) bool {
-	for _, c := range ContainerRequests(p) {
+	for _, c := range deviceManagerRequests(p) {
 		for _, n := range c.Limits {
 			if n > 0 {
 				return true
