@@ -559,6 +559,25 @@ func DRAPrepare(node string, published map[string]bool, claimUID string, allocat
 	return out, nil
 }
 
+// DRADevicesFor counts the devices of devs that serve the device
+// plugin's resource name: whole GPUs for nvidia.com/gpu, MIG devices of
+// the profile for nvidia.com/mig-<profile> (the mapping of the driver's
+// gpu.nvidia.com class and its per-profile classes, DRADeviceClasses).
+func DRADevicesFor(devs []resourcev1.Device, resourceName string) int {
+	n := 0
+	for _, d := range devs {
+		typ, prof := d.Attributes["type"].StringValue, d.Attributes["profile"].StringValue
+		switch {
+		case typ == nil:
+		case resourceName == ResourceGPU && *typ == "gpu":
+			n++
+		case *typ == "mig" && prof != nil && resourceName == ResourceMIGPrefix+migDeviceName(*prof):
+			n++
+		}
+	}
+	return n
+}
+
 // PublishedDevices are the names of the devices of slices.
 func PublishedDevices(slices []resourcev1.ResourceSliceSpec) map[string]bool {
 	out := map[string]bool{}

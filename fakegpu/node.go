@@ -106,7 +106,15 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 	case obs.Annotations[AnnotationDevicePlugin] == DevicePluginDown:
 		d.PluginDown = "the device plugin pod on this node is down (" + AnnotationDevicePlugin + "=down)"
 	}
-	if d.PluginDown != "" {
+	_, draNode, _ := DRAConfigFor(obs.Annotations)
+	switch {
+	case draNode && p.labels[LabelDeployDevicePlugin] != "true":
+		// A node whose GPUs the DRA driver serves and whose device plugin
+		// is not deployed never had the plugin register: the kubelet shows
+		// none of its resources (dra-facts §3: the node offers none, so
+		// DRA serves a mapped name there).
+		d.Capacity, d.Allocatable = map[string]int64{}, map[string]int64{}
+	case d.PluginDown != "":
 		// The kubelet keeps a resource whose plugin went away in capacity
 		// and drops its allocatable to 0.
 		for k := range d.Allocatable {

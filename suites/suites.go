@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/suites/admission"
+	"github.com/gpupool/gpupool/suites/dra"
 	"github.com/gpupool/gpupool/suites/explore"
 	"github.com/gpupool/gpupool/suites/health"
 	"github.com/gpupool/gpupool/suites/kubelet"
@@ -24,7 +25,7 @@ import (
 // All is every suite, sorted by name (go test ./suites/... takes them in
 // the same order).
 var All = []*suite.Suite{
-	admission.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
+	admission.Suite, dra.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
 	pending.Suite, pool.Suite, runtimeclass.Suite, security.Suite, sharing.Suite,
 }
 

@@ -49,7 +49,11 @@ func explainCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		reason := explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items})
+		dra, err := explain.LoadDRA(ctx, cs)
+		if err != nil {
+			return err
+		}
+		reason := explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items, DRA: dra})
 		fmt.Printf("%s/%s is Pending\n  contract: %s\n  reason:   %s\n", ns, name, reason.Category, reason.Message)
 		for _, c := range pod.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Message != "" {

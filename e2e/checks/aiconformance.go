@@ -32,6 +32,7 @@ var AIRequirements = []AIRequirement{
 			"kubelet.allocates-distinct-gpus",
 			"explore.gpu-pods-run-under-nvidia", "explore.gpu-pods-select-one-pool", "explore.no-cross-trust-timeslice",
 			"explore.gpu-images-pinned", "explore.gpu-pods-own-serviceaccount",
+			"dra.claim-pods-are-gpu-pods", "dra.one-way-per-gpu",
 		},
 	},
 	{

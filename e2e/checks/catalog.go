@@ -5,7 +5,7 @@ package checks
 var (
 	PendingOnWrongResource = Register(Check{
 		ID: "pool.pending-on-wrong-resource", Area: AreaResourceNames,
-		Rule: "A pod must request the exact resource its pool advertises: nvidia.com/gpu on a MIG pool, or on a time-sliced pool that renames its replicas, stays Pending (Insufficient nvidia.com/gpu); the pool's MIG resource schedules.",
+		Rule: "A pod must request the exact resource its pool advertises: nvidia.com/gpu on a MIG pool, or on a time-sliced pool that renames its replicas, stays Pending (Insufficient nvidia.com/gpu, or cannot allocate all claims where a DeviceClass maps nvidia.com/gpu onto DRA); the pool's MIG resource schedules.",
 	})
 	SKUIsolation = Register(Check{
 		ID: "pool.sku-isolation", Area: AreaSKUPools,
@@ -33,7 +33,7 @@ var (
 var (
 	AdvertisesDesignedResources = Register(Check{
 		ID: "pool.advertises-designed-resources", Area: AreaResourceNames,
-		Rule: "Every GPU node advertises the resource its pool is designed for, in the designed count: the candidate's GPU Operator config (ClusterPolicy, device-plugin and MIG configs) matches the fleet.",
+		Rule: "Every GPU node advertises the resource its pool is designed for, in the designed count: the candidate's GPU Operator config (ClusterPolicy, device-plugin and MIG configs) matches the fleet; a DRA pool's nodes publish that many devices in their ResourceSlices.",
 	})
 	ExclusiveGPUsNotShared = Register(Check{
 		ID: "sharing.exclusive-gpus-not-shared", Area: AreaSharing,
@@ -61,7 +61,7 @@ var (
 	})
 	PluginDownPodsPending = Register(Check{
 		ID: "health.plugin-down-pods-pending", Area: AreaOperatorHealth, Disruptive: true,
-		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending with a reason naming the resource, and schedule once it recovers.",
+		Rule: "While the device plugin on a pool is down, new GPU pods for that pool stay Pending for want of the resource (Insufficient, or cannot allocate all claims where a DeviceClass maps it onto DRA), and schedule once it recovers.",
 	})
 )
 
@@ -159,5 +159,17 @@ var (
 	ExploreOwnServiceAccount = Register(Check{
 		ID: "explore.gpu-pods-own-serviceaccount", Area: AreaExploration,
 		Rule: "Every admitted GPU pod, wherever it asks for the device, runs under a service account of its own, never the namespace's default.",
+	})
+)
+
+// GPUs served by Dynamic Resource Allocation (dra-facts.md).
+var (
+	DRAClaimPodsAreGPUPods = Register(Check{
+		ID: "dra.claim-pods-are-gpu-pods", Area: AreaDRA,
+		Rule: "A pod that gets a GPU through DRA (a ResourceClaim from a template, or a DeviceClass's implicit extended resource deviceclass.resource.kubernetes.io/<class>) is a GPU pod: well-formed it runs on its DRA pool with its devices prepared, and without runtimeClassName nvidia it is denied like any other GPU pod.",
+	})
+	DRAOneWayPerGPU = Register(Check{
+		ID: "dra.one-way-per-gpu", Area: AreaDRA,
+		Rule: "No node serves its GPUs both ways: a node publishing DRA devices of a DeviceClass that maps an extended resource offers none of that resource through a device plugin (else one GPU is handed out twice; dra-facts §6.2).",
 	})
 )

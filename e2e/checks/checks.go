@@ -21,6 +21,7 @@ const (
 	AreaSecurityFloor    = "security-floor"
 	AreaPendingExplained = "pending-explained"
 	AreaExploration      = "exploration"
+	AreaDRA              = "dra"
 )
 
 // Areas lists the areas in report order with their titles.
@@ -33,6 +34,7 @@ var Areas = []struct{ ID, Title string }{
 	{AreaOperatorHealth, "Operator health"},
 	{AreaSecurityFloor, "Security floor"},
 	{AreaPendingExplained, "Pending is a pool-contract bug"},
+	{AreaDRA, "GPUs through DRA"},
 	{AreaExploration, "Every pod a tenant can write"},
 }
 

@@ -39,6 +39,8 @@ type Cluster struct {
 	Nodes []corev1.Node
 	// Pods are all pods; terminal ones are ignored.
 	Pods []corev1.Pod
+	// DRA is what DRA drivers offer and claims hold (nil: no DRA).
+	DRA *DRA
 }
 
 // GPURequests is what the scheduler counts the pod as holding of each
@@ -82,6 +84,9 @@ func withDefaultRequests(p *corev1.Pod) *corev1.Pod {
 // Pod explains why pod is not scheduled.
 func Pod(pod *corev1.Pod, c Cluster) Reason {
 	req := GPURequests(pod)
+	for r, n := range c.DRA.claimRequests(pod) {
+		req[r] += n
+	}
 	if len(req) == 0 {
 		return Reason{Unexplained, "not a GPU pod: its Pending state is outside the GPU pool contract"}
 	}
@@ -89,7 +94,7 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 
 	// Which resources does any node advertise at all?
 	for _, r := range names {
-		if !anyAdvertises(c.Nodes, r) {
+		if !anyAdvertises(c.Nodes, r) && !c.DRA.anyServes(r) {
 			return Reason{NoPoolAdvertises, fmt.Sprintf("no pool advertises %s (pools advertise: %s)", r, strings.Join(advertised(c.Nodes), ", "))}
 		}
 	}
@@ -126,7 +131,15 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 		for _, r := range names {
 			capQ, hasCap := n.Status.Capacity[corev1.ResourceName(r)]
 			alloc := quantity(n.Status.Allocatable, r)
+			devices, free, dra := c.DRA.serving(n.Name, r)
 			switch {
+			case (!hasCap || alloc == 0) && dra:
+				// DRA serves a name on a node that offers none of it
+				// (dra-facts §3 "Who serves").
+				if free < req[r] {
+					full = append(full, fmt.Sprintf("pool %s: %s has %d of %d DRA devices serving %s free (claims hold the rest), the pod asks %d", poolOf(&n), n.Name, free, devices, r, req[r]))
+					ok = false
+				}
 			case !hasCap || capQ.Value() == 0:
 				other = append(other, fmt.Sprintf("pool %s advertises %s, not %s", poolOf(&n), strings.Join(advertised([]corev1.Node{n}), ", "), r))
 				ok = false

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -46,5 +47,48 @@ func TestPendingNamesUnhealthyGPUs(t *testing.T) {
 	healthy := Pod(&pending, Cluster{Nodes: []corev1.Node{gpuNode("n", 7, 7)}, Pods: []corev1.Pod{running}})
 	if strings.Contains(healthy.Message, "unhealthy") {
 		t.Errorf("no GPU is unhealthy, but: %s", healthy)
+	}
+}
+
+// A pod the DRA pool cannot serve is explained by the pool's devices, not
+// by a device plugin that never ran there (dra-facts §3: DRA serves a
+// mapped name on a node that offers none of it).
+func TestPendingOnAFullDRAPool(t *testing.T) {
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "d", Labels: map[string]string{"gpupool.dev/pool": "dra"}}}
+	name := "d"
+	gpuType := "gpu"
+	dev := func(n string) resourcev1.Device {
+		return resourcev1.Device{Name: n, Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"type": {StringValue: &gpuType}}}
+	}
+	slice := resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &name,
+		Pool: resourcev1.ResourcePool{Name: "d", Generation: 2, ResourceSliceCount: 1}, Devices: []resourcev1.Device{dev("gpu-0"), dev("gpu-1")}}}
+	stale := *slice.DeepCopy()
+	stale.Spec.Pool.Generation = 1
+	stale.Spec.Devices = append(stale.Spec.Devices, dev("gpu-9"))
+	res := "nvidia.com/gpu"
+	class := resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{ExtendedResourceName: &res}}
+	held := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "ns"},
+		Status: resourcev1.ResourceClaimStatus{Allocation: &resourcev1.AllocationResult{Devices: resourcev1.DeviceAllocationResult{
+			Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.nvidia.com", Pool: "d", Device: "gpu-0"}}}}}}
+	template := "t"
+	want := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "mine", Namespace: "ns"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 2}}}}}}
+	dra := NewDRA([]resourcev1.ResourceSlice{stale, slice}, []resourcev1.ResourceClaim{held, want}, []resourcev1.DeviceClass{class})
+
+	limits := gpuPod("limits", "", 2, 0)
+	got := Pod(&limits, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	if got.Category != PoolFull || !strings.Contains(got.Message, "has 1 of 2 DRA devices serving nvidia.com/gpu free") {
+		t.Errorf("a pod limiting 2 GPUs: got %s, want pool-full naming 1 of 2 DRA devices free (generation 1's gpu-9 is gone)", got)
+	}
+	claimed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "claimed", Namespace: "ns"},
+		Spec:   corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}},
+		Status: corev1.PodStatus{ResourceClaimStatuses: []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &want.Name}}}}
+	got = Pod(&claimed, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	if got.Category != PoolFull || !strings.Contains(got.Message, "the pod asks 2") {
+		t.Errorf("a pod whose claim asks 2 GPUs of gpu.nvidia.com: got %s, want pool-full", got)
+	}
+	if got := Pod(&claimed, Cluster{Nodes: []corev1.Node{node}}); got.Category != Unexplained {
+		t.Errorf("without the DRA side a claim pod is outside what can be explained, got %s", got)
 	}
 }

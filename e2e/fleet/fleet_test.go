@@ -17,8 +17,11 @@ const header = "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nmetadata: {name: 
 func TestReferenceFleetLoads(t *testing.T) {
 	f, err := Load(filepath.Join("..", "..", "manifests", "fleets", "reference.yaml"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"cpu", "gpu-a100-mig", "gpu-h100-exclusive", "gpu-l4-shared"}, f.PoolNames())
-	assert.Equal(t, 12, f.TotalNodes())
+	assert.Equal(t, []string{"cpu", "gpu-a100-mig", "gpu-h100-dra", "gpu-h100-exclusive", "gpu-l4-shared"}, f.PoolNames())
+	assert.Equal(t, 14, f.TotalNodes())
+	dra, ok := f.Pool("gpu-h100-dra")
+	require.True(t, ok)
+	assert.Equal(t, &DRA{Mode: "gpu"}, dra.DRA)
 	l4, ok := f.Pool("gpu-l4-shared")
 	require.True(t, ok)
 	assert.Equal(t, ModeTimeSlicing, l4.Mode())

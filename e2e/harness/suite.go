@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -191,6 +193,45 @@ func Allocatable(n *corev1.Node, resource string) int64 {
 		return 0
 	}
 	return q.Value()
+}
+
+// DRADevices are the devices NVIDIA's DRA driver publishes for a node:
+// those of the newest generation of the node's pool (dra-facts §1).
+func (r *Run) DRADevices(ctx context.Context, node string) ([]resourcev1.Device, error) {
+	list, err := r.Client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("spec.driver", fakegpu.DRADriver), fields.OneTermEqualSelector("spec.nodeName", node)).String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing node %s's ResourceSlices: %w", node, err)
+	}
+	var gen int64
+	for _, s := range list.Items {
+		gen = max(gen, s.Spec.Pool.Generation)
+	}
+	var out []resourcev1.Device
+	for _, s := range list.Items {
+		if s.Spec.Pool.Generation == gen {
+			out = append(out, s.Spec.Devices...)
+		}
+	}
+	return out, nil
+}
+
+// Insufficient is what the scheduler says of a pod that no node can give
+// res: "Insufficient <res>", or, when a DeviceClass maps res onto DRA,
+// "cannot allocate all claims", since a node offering none of res is then
+// asked to serve it through DRA (dra-facts §3 "Who serves", §4 "Pending
+// messages").
+func (r *Run) Insufficient(ctx context.Context, res string) (string, error) {
+	classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	for _, c := range classes.Items {
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == res {
+			return "cannot allocate all claims", nil
+		}
+	}
+	return "Insufficient " + res, nil
 }
 
 // FirstPool returns the first GPU pool designed for mode, or skips the test.

@@ -6,6 +6,7 @@ package workload
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -122,6 +123,26 @@ func (p Pod) ForPool(pool fleet.Pool, domain *fleet.TrustDomain) Pod {
 		p = p.NodeSelector(domain.Labels).Tolerate(domain.Taints...)
 	}
 	return p
+}
+
+// ClaimFromTemplate gives the pod a ResourceClaim made from template, one
+// per pod, and its main container the use of it.
+func (p Pod) ClaimFromTemplate(name, template string) Pod {
+	p.Spec.ResourceClaims = append(p.Spec.ResourceClaims, corev1.PodResourceClaim{Name: name, ResourceClaimTemplateName: &template})
+	p.Spec.Containers[0].Resources.Claims = append(p.Spec.Containers[0].Resources.Claims, corev1.ResourceClaim{Name: name})
+	return p
+}
+
+// ClaimTemplate is a ResourceClaimTemplate asking for count devices of a
+// DeviceClass, labelled with the check.
+func ClaimTemplate(check, ns, name, class string, count int64) *resourcev1.ResourceClaimTemplate {
+	return &resourcev1.ResourceClaimTemplate{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{LabelCheck: check}},
+		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "gpu", Exactly: &resourcev1.ExactDeviceRequest{
+				DeviceClassName: class, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count}}},
+		}}},
+	}
 }
 
 // Without removes a node-selector key.

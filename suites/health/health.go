@@ -46,7 +46,11 @@ func TestPluginDownPodsPending(t *testing.T) {
 			if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
 				t.Fatal(err)
 			}
-			if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+res); err != nil {
+			want, err := r.Insufficient(ctx, res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, want); err != nil {
 				t.Error(err)
 			}
 			return ctx

@@ -164,5 +164,9 @@ func explainPending(ctx context.Context, t *testing.T, r *harness.Run, ns, name 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items})
+	dra, err := explain.LoadDRA(ctx, r.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: pods.Items, DRA: dra})
 }

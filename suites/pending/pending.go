@@ -58,7 +58,11 @@ func TestPendingExplainedByContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cluster := explain.Cluster{Nodes: nodes.Items, Pods: all.Items}
+			dra, err := explain.LoadDRA(ctx, r.Client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cluster := explain.Cluster{Nodes: nodes.Items, Pods: all.Items, DRA: dra}
 			pending := 0
 			for i := range all.Items {
 				p := &all.Items[i]

@@ -27,7 +27,11 @@ func TestResourceNames(t *testing.T) {
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}
-				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+fakegpu.ResourceGPU); err != nil {
+				want, err := r.Insufficient(ctx, fakegpu.ResourceGPU)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, want); err != nil {
 					t.Errorf("pool %s: %v", p.Name, err)
 				}
 			}
@@ -52,7 +56,11 @@ func TestResourceNames(t *testing.T) {
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
 				}
-				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, "Insufficient "+fakegpu.ResourceGPU); err != nil {
+				want, err := r.Insufficient(ctx, fakegpu.ResourceGPU)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, want); err != nil {
 					t.Errorf("pool %s: %v", p.Name, err)
 				}
 			}
@@ -168,6 +176,16 @@ func TestAdvertisesDesignedResources(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, n := range nodes {
+					if p.DRA != nil {
+						devs, err := r.DRADevices(ctx, n.Name)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if got := fakegpu.DRADevicesFor(devs, res); int64(got) != want {
+							t.Errorf("node %s of DRA pool %s: expected %d devices serving %s in its ResourceSlices, got %d of %d", n.Name, p.Name, want, res, got, len(devs))
+						}
+						continue
+					}
 					if got := harness.Allocatable(&n, res); got != want {
 						t.Errorf("node %s of pool %s: expected %d allocatable %s, got %d (node advertises %v)", n.Name, p.Name, want, res, got, gpuResources(&n))
 					}

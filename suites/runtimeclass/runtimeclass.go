@@ -44,7 +44,9 @@ func TestNVIDIARuntimeGivesGPU(t *testing.T) {
 					if why := p.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
 						return false, "allocated devices it cannot use: " + why
 					}
-					return p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "" && !waiting(p), expect.Describe(p)
+					// Device-plugin devices, or the CDI devices of a DRA claim.
+					devices := p.Annotations[fakegpu.AnnotationVisibleDevices] + p.Annotations[fakegpu.AnnotationCDIDevices]
+					return p.Status.Phase == corev1.PodRunning && devices != "" && !waiting(p), expect.Describe(p)
 				})
 				if err != nil {
 					t.Errorf("%v: %s", err, waitingMessage(got))

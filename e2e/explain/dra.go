@@ -1,0 +1,169 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// DRANode is what NVIDIA's DRA driver offers on one node, counted by the
+// extended resource name a DeviceClass maps onto its devices.
+type DRANode struct {
+	// Devices are the published devices serving each name (the pool's
+	// newest generation); Allocated those of them claims hold.
+	Devices, Allocated map[string]int64
+}
+
+// DRA is the DRA side of a cluster, for explanations.
+type DRA struct {
+	// Nodes by node name.
+	Nodes map[string]DRANode
+	// ClassResources maps a DeviceClass to the extended resource it maps
+	// (classes that map none are absent).
+	ClassResources map[string]string
+	// Claims by namespace/name.
+	Claims map[string]*resourcev1.ResourceClaim
+}
+
+// NewDRA reads the DRA side of a cluster from its objects.
+func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim, classes []resourcev1.DeviceClass) *DRA {
+	d := &DRA{Nodes: map[string]DRANode{}, ClassResources: map[string]string{}, Claims: map[string]*resourcev1.ResourceClaim{}}
+	var mapped []string
+	for _, c := range classes {
+		if r := c.Spec.ExtendedResourceName; r != nil {
+			d.ClassResources[c.Name] = *r
+			mapped = append(mapped, *r)
+		}
+	}
+	newest := map[string]int64{}
+	for _, s := range slices {
+		if s.Spec.Driver == fakegpu.DRADriver {
+			newest[s.Spec.Pool.Name] = max(newest[s.Spec.Pool.Name], s.Spec.Pool.Generation)
+		}
+	}
+	// device → the names it serves, by pool/device.
+	serves := map[string][]string{}
+	for _, s := range slices {
+		if s.Spec.Driver != fakegpu.DRADriver || s.Spec.NodeName == nil || s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
+			continue
+		}
+		n := d.node(*s.Spec.NodeName)
+		for _, dev := range s.Spec.Devices {
+			for _, r := range mapped {
+				if fakegpu.DRADevicesFor([]resourcev1.Device{dev}, r) > 0 {
+					n.Devices[r]++
+					serves[s.Spec.Pool.Name+"/"+dev.Name] = append(serves[s.Spec.Pool.Name+"/"+dev.Name], r)
+				}
+			}
+		}
+	}
+	for i := range claims {
+		c := &claims[i]
+		d.Claims[c.Namespace+"/"+c.Name] = c
+		if c.Status.Allocation == nil {
+			continue
+		}
+		for _, res := range c.Status.Allocation.Devices.Results {
+			if res.Driver != fakegpu.DRADriver {
+				continue
+			}
+			// NVIDIA's driver names each node's pool after the node.
+			n := d.node(res.Pool)
+			for _, r := range serves[res.Pool+"/"+res.Device] {
+				n.Allocated[r]++
+			}
+		}
+	}
+	return d
+}
+
+func (d *DRA) node(name string) DRANode {
+	n, ok := d.Nodes[name]
+	if !ok {
+		n = DRANode{Devices: map[string]int64{}, Allocated: map[string]int64{}}
+		d.Nodes[name] = n
+	}
+	return n
+}
+
+// claimRequests is what the pod's unallocated claims ask of each mapped
+// resource: a request of a DeviceClass that maps a name counts as its
+// count of that name.
+func (d *DRA) claimRequests(p *corev1.Pod) map[string]int64 {
+	out := map[string]int64{}
+	if d == nil {
+		return out
+	}
+	generated := map[string]string{}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			generated[s.Name] = *s.ResourceClaimName
+		}
+	}
+	for _, pc := range p.Spec.ResourceClaims {
+		name := generated[pc.Name]
+		if pc.ResourceClaimName != nil {
+			name = *pc.ResourceClaimName
+		}
+		c, ok := d.Claims[p.Namespace+"/"+name]
+		if !ok || c.Status.Allocation != nil {
+			continue
+		}
+		for _, req := range c.Spec.Devices.Requests {
+			if ex := req.Exactly; ex != nil {
+				if r, ok := d.ClassResources[ex.DeviceClassName]; ok {
+					out[r] += max(ex.Count, 1)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// serving is the node's DRA offer of r (nil: none).
+func (d *DRA) serving(node, r string) (devices, free int64, ok bool) {
+	if d == nil {
+		return 0, 0, false
+	}
+	n, has := d.Nodes[node]
+	if !has || n.Devices[r] == 0 {
+		return 0, 0, false
+	}
+	return n.Devices[r], n.Devices[r] - n.Allocated[r], true
+}
+
+// anyServes reports whether any node offers r through DRA.
+func (d *DRA) anyServes(r string) bool {
+	if d == nil {
+		return false
+	}
+	for _, n := range d.Nodes {
+		if n.Devices[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadDRA reads the DRA side of the cluster cs talks to.
+func LoadDRA(ctx context.Context, cs kubernetes.Interface) (*DRA, error) {
+	slices, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	claims, err := cs.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	classes, err := cs.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	return NewDRA(slices.Items, claims.Items, classes.Items), nil
+}

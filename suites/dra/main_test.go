@@ -1,0 +1,9 @@
+package dra
+
+import (
+	"testing"
+
+	"github.com/gpupool/gpupool/e2e/suite"
+)
+
+func TestMain(m *testing.M) { suite.GoTest(m, Suite) }

@@ -1,0 +1,20 @@
+// Package dra checks the GPU pool contract where GPUs are served by
+// Dynamic Resource Allocation: claim pods are GPU pods, and no GPU is
+// offered both through DRA and a device plugin.
+package dra
+
+import (
+	"sigs.k8s.io/e2e-framework/pkg/env"
+
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
+)
+
+var testenv env.Environment
+
+// Suite is this package's checks; main_test.go runs it under go test, and
+// the gpupool binary links it.
+var Suite = suite.New(&testenv, harness.SuiteFuncs{},
+	TestClaimPodsAreGPUPods,
+	TestOneWayPerGPU,
+)
