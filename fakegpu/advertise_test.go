@@ -211,8 +211,9 @@ func TestAdvertiseResourceNames(t *testing.T) {
 		},
 		{
 			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — sharing.mps with a
-			// MIG-enabled GPU: GFD fails ("MPS sharing is not supported for mig devices"); nothing
-			// is advertised (strategy none: the MIG-enabled GPUs are whole GPUs, GFD still fails)
+			// MIG-enabled GPU: GFD fails ("MPS sharing is not supported for mig devices"). That
+			// nothing is advertised is the simulator's choice (not in facts): §2's plugin
+			// refusals cover MIG devices and mixed, neither of which applies under none
 			name:    "mps with MIG on, none",
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategyNone, mig: migAll(2, oneG5), dp: dpMPS3},
 			want:    map[string]int64{},

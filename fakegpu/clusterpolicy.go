@@ -126,7 +126,9 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 	}
 	if c := s.MIGManager.Config; c != nil {
 		// The served CRD defaults both fields, but only inside a config
-		// object that is present (GOmod@d73a0086 CRD, facts §4 step 1).
+		// object that is present (GOmod@d73a0086 CRD; facts §4 step 1
+		// names the default, the CRD and GOmod state_manager.go, which
+		// checks Config != nil, say it applies only then).
 		out.MIGManagerConfig, out.MIGManagerDefault = c.Name, c.Default
 		if !c.NameSet {
 			out.MIGManagerConfig = DefaultMIGPartedConfigMap

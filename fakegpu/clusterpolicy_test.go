@@ -14,7 +14,8 @@ func TestParseClusterPolicy(t *testing.T) {
 		bug     string
 	}{
 		{
-			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — enable flags default to true when unset
+			// not in facts (§6 lists the flags, not their defaults): GO api/nvidia/v1/clusterpolicy_types.go
+			// IsEnabled treats an unset enable flag as true
 			name: "enable flags default true",
 			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: none\n",
 			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
@@ -63,7 +64,7 @@ spec:
 		},
 		{
 			// facts §1 "Precedence": GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — with spec.mig.strategy unset the Operator
-			// sets no MIG_STRATEGY, so the plugin and GFD use their default, none; "single" is
+			// sets no MIG_STRATEGY, so the plugin and GFD use their default (none: the simulator's reading; the doc names no default); "single" is
 			// only the Helm chart's default (CRD config/crd/bases/nvidia.com_clusterpolicies.yaml
 			// has no default for it).
 			name: "strategy unset",
@@ -79,7 +80,8 @@ spec:
 				ToolkitEnabled: true, ToolkitSetAsDefault: true, DevicePluginEnv: map[string]string{"DP_DISABLE_HEALTHCHECKS": "all"}},
 		},
 		{
-			// facts §4 step 1: the served CRD (GOmod@d73a0086) defaults migManager.config.name to
+			// facts §4 step 1 (and, for "only when present", GOmod@d73a0086's CRD and
+			// controllers/state_manager.go, which checks Config != nil): the served CRD defaults migManager.config.name to
 			// default-mig-parted-config and .default to all-disabled inside a config that is present
 			name: "mig manager config defaulted by the CRD",
 			doc:  "kind: ClusterPolicy\nspec:\n  migManager:\n    config: {}\n",

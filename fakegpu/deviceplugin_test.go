@@ -189,7 +189,8 @@ sharing:
 			wantErr: []string{"sharing.mps.resources", "no resources specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy is one of none|single|mixed
+			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy is one of none|single|mixed;
+			// the error and its wording are the simulator's (the doc states none)
 			name:    "bad migStrategy",
 			doc:     "version: v1\nflags:\n  migStrategy: both\n",
 			wantErr: []string{"flags.migStrategy", `"both"`},

@@ -101,7 +101,8 @@ func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	}
 	labels, ann = labelsAfter(labels, d), mergeAnnotations(ann, d.Annotations)
 
-	// facts §4 step 8: a layout the GPU cannot take: pending, then failed, the old devices kept.
+	// facts §4 step 8: a layout the GPU cannot take: pending, then failed. That the old devices
+	// are kept is the simulator's assumption (the doc says nothing of the GPUs after a failure).
 	labels[LabelMIGConfig] = "all-1g.10gb.me"
 	d = s.Desired(inv, NodeObservation{Labels: labels, Annotations: ann, Now: t0.Add(2 * delay)}, delay)
 	if d.Labels[LabelMIGConfigState] != MIGStatePending {
@@ -248,7 +249,7 @@ func TestDesiredMIGManager(t *testing.T) {
 		},
 		{
 			// facts §4 steps 5 and 8: a layout that does not fit fails at apply, after pending: failed,
-			// labels restored (v0.15.0), the GPUs keep their layout
+			// labels restored (v0.15.0); the GPUs keeping their layout is the simulator's assumption
 			name:    "unfit layout fails at apply",
 			labels:  with(pausedNode, LabelMIGConfig, "all-1g.10gb.me", LabelMIGConfigState, MIGStatePending),
 			ann:     map[string]string{AnnotationMIGApplied: "all-1g.5gb", AnnotationMIGGPUs: gpusAnn(2, g1), AnnotationMIGSince: since},

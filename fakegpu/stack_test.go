@@ -140,7 +140,7 @@ func TestStackNode(t *testing.T) {
 		},
 		{
 			// facts §4 step 8: a layout with a profile the GPU lacks (§5: H100 has no 1g.5gb): state
-			// failed, MIG stays off
+			// failed; MIG staying off is the simulator's assumption (not in facts)
 			name: "mig.config the GPU cannot take",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "h100-80gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "failed",
@@ -292,7 +292,8 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name must exist
+			// the simulator's choice (facts §6 only names devicePlugin.config.name): a named
+			// ConfigMap that does not exist refuses the candidate
 			name:    "device-plugin ConfigMap missing",
 			objs:    []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil)},
 			wantErr: []string{"spec.devicePlugin.config.name", `"dp-config"`},
@@ -320,7 +321,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §6: GO controllers — only one ClusterPolicy is honoured
+			// the simulator's choice, not in facts: a second ClusterPolicy is refused
 			name:    "two ClusterPolicies",
 			objs:    []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), clusterPolicyObj("second", map[string]any{}), stackDPConfigMap()},
 			wantErr: []string{"more than one ClusterPolicy"},
