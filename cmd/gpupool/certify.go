@@ -3,15 +3,16 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpupool/gpupool/e2e/checks"
-	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/versions"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -58,11 +59,11 @@ func certifyCommand() *cobra.Command {
 		if p.PlatformName == "" {
 			p.PlatformName = plan.Candidate.Name
 		}
-		p.KubernetesVersion = minorOf(harness.KubeVersion)
+		p.KubernetesVersion = minorOf(versions.Kube)
 		if v := s.Components["kubernetes"]; f.target.kubeconfig != "" && v != "" {
 			p.KubernetesVersion = minorOf(v) // the certified cluster's, not gpupool's own
 		}
-		cert := reports.Certification{Product: p, Versions: versions(), ChecklistVersion: checks.AIConformanceVersion}
+		cert := reports.Certification{Product: p, Versions: componentVersions(), ChecklistVersion: checks.AIConformanceVersion}
 		for _, r := range checks.AIRequirements {
 			cert.Requirements = append(cert.Requirements, reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks})
 		}
@@ -84,12 +85,12 @@ func certifyCommand() *cobra.Command {
 	return c
 }
 
-// versions are gpupool's own and every component's, as 'gpupool version'
-// prints them.
-func versions() map[string]string {
+// componentVersions are gpupool's own and every component's, as
+// 'gpupool version' prints them.
+func componentVersions() map[string]string {
 	return map[string]string{
 		"gpupool": ownVersion(), "go": runtime.Version(),
-		"kubernetes": harness.KubeVersion, "etcd": harness.EtcdVersion, "kwok": harness.KwokVersion, "kind": harness.KindVersion,
+		"kubernetes": versions.Kube, "etcd": versions.Etcd, "kwok": versions.Kwok, "kind": versions.Kind,
 		"gpu-operator": upstream.GPUOperatorVersion(),
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/spf13/cobra"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,8 +10,12 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
@@ -41,33 +44,33 @@ func mutantsCommand() *cobra.Command {
 		if _, err := ex.settle(); err != nil {
 			return err
 		}
-		dirs, err := userPaths(*pattern, builtinBroken)
+		candDirs, err := userPaths(*pattern, builtinBroken)
 		if err != nil {
 			return fmt.Errorf("--candidates: %w", err)
 		}
 		id := harness.NewRunName()
 		out := *outFlag
 		if out == "" {
-			out = filepath.Join(harness.ReportsDir(), "mutants-"+strings.TrimPrefix(id, "gpupool-"))
+			out = filepath.Join(dirs.ReportsDir(), "mutants-"+strings.TrimPrefix(id, "gpupool-"))
 		}
 
 		// Validate every mutant before running any: a typo in spec.breaks is
 		// bad input, not a surviving mutant.
-		plans := make([]*harness.Plan, len(dirs))
-		for i, dir := range dirs {
-			plan, err := harness.Prepare("", dir)
+		plans := make([]*plan.Plan, len(candDirs))
+		for i, dir := range candDirs {
+			pl, err := plan.Prepare("", dir)
 			if err != nil {
 				return err
 			}
-			if len(plan.Candidate.Meta.Spec.Breaks) == 0 {
+			if len(pl.Candidate.Meta.Spec.Breaks) == 0 {
 				return fmt.Errorf("candidate %s: spec.breaks is empty: a broken candidate must name the checks it breaks", dir)
 			}
-			for _, c := range plan.Candidate.Meta.Spec.Breaks {
+			for _, c := range pl.Candidate.Meta.Spec.Breaks {
 				if _, ok := checks.Lookup(c); !ok {
 					return fmt.Errorf("candidate %s: spec.breaks names unknown check %q (see 'gpupool checks')", dir, c)
 				}
 			}
-			plans[i] = plan
+			plans[i] = pl
 		}
 		suites, err := suites.Select(*suitesPattern)
 		if err != nil {
@@ -224,7 +227,7 @@ type verdict struct {
 }
 
 // runMutant runs the suites on one broken candidate and judges the result.
-func runMutant(ctx context.Context, plan *harness.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
+func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
 	v := verdict{name: plan.Candidate.Name}
 	want := map[string]bool{}
 	for _, c := range plan.Candidate.Meta.Spec.Breaks {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"io"
 	"os"
 	"os/exec"
@@ -17,13 +15,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
@@ -89,8 +91,8 @@ func (e exploreFlags) args(reportDir string) []string {
 }
 
 func (f *runFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default: the built-in "+harness.DefaultCandidate+"; env CANDIDATE)")
-	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else the built-in "+harness.DefaultFleet+"; env FLEET)")
+	fs.StringVar(&f.candidate, "candidate", os.Getenv("CANDIDATE"), "candidate directory (default: the built-in "+plan.DefaultCandidate+"; env CANDIDATE)")
+	fs.StringVar(&f.fleet, "fleet", os.Getenv("FLEET"), "fleet file (default: the one candidate.yaml names, else the built-in "+plan.DefaultFleet+"; env FLEET)")
 	registerProvider(fs, &f.provider)
 	fs.BoolVar(&f.serverSide, "server-side", false, "install the candidate as 'kubectl apply --server-side' does, null fields kept (default: as 'kubectl apply' does, nulls pruned)")
 }
@@ -134,7 +136,7 @@ func runCommand() *cobra.Command {
 // runContract validates the inputs, builds the suites, runs them on a
 // cluster it brings up and removes, and writes the reports to the out
 // directory it returns.
-func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Plan, string, error) {
+func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan, string, error) {
 	budget, err := f.explore.settle()
 	if err != nil {
 		return nil, nil, "", err
@@ -142,7 +144,7 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 	runID := harness.NewRunName()
 	out := f.out
 	if out == "" {
-		out = filepath.Join(harness.ReportsDir(), runID)
+		out = filepath.Join(dirs.ReportsDir(), runID)
 	}
 	existing, err := f.target.existing(f.provider)
 	if err != nil {
@@ -156,13 +158,13 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 		}
 	}
 	// 1. Everything that can be checked without a cluster.
-	plan, err := harness.Prepare(absOrEmpty(f.fleet), candidateDir)
+	pl, err := plan.Prepare(absOrEmpty(f.fleet), candidateDir)
 	if err != nil {
 		return nil, nil, "", err
 	}
-	plan.ServerSideApply = f.serverSide
-	for _, w := range plan.Stack.Warnings() {
-		logf("warning: candidate %s: %s", plan.Candidate.Dir, w)
+	pl.ServerSideApply = f.serverSide
+	for _, w := range pl.Stack.Warnings() {
+		logf("warning: candidate %s: %s", pl.Candidate.Dir, w)
 	}
 	// 2. Select the suites before starting anything, so a wrong name
 	// costs no cluster.
@@ -173,15 +175,15 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *harness.Pl
 	if budget.Shapes > 0 {
 		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.seed, budget.Shapes, budget.Time, f.explore.seed)
 	}
-	s, err := execute(ctx, runSpec{id: runID, plan: plan, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore,
+	s, err := execute(ctx, runSpec{id: runID, plan: pl, suites: suites, out: out, keep: f.keep, provider: f.provider, explore: f.explore,
 		existing: existing, installCandidate: f.candidate != "", simulatePools: f.target.simulate, disruptiveNodes: f.target.disruptiveNodes})
-	return s, plan, out, err
+	return s, pl, out, err
 }
 
 // runSpec is one run: a validated plan, built suites, where reports go.
 type runSpec struct {
 	id     string
-	plan   *harness.Plan
+	plan   *plan.Plan
 	suites []*suite.Suite
 	out    string
 	keep   bool

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
 	"html"
 	"os"
 	"path/filepath"
@@ -15,9 +14,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/scale"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -42,7 +45,7 @@ func scaleCommand() *cobra.Command {
 	fleets := fs.String("fleets", "", "comma-separated fleet files, run one after another, each on a fresh cluster (default: the built-in "+defaultScaleFleet+"; "+builtinNote+")")
 	pods := fs.String("pods", "", "comma-separated sizes of the scheduler bursts, one per fleet (default: the workload's; fill phases size themselves)")
 	workloadPath := fs.String("workload", "", "workload file, gpupool.dev/v1alpha1 Workload (default: the built-in "+defaultWorkload+")")
-	candidateDir := fs.String("candidate", "", "candidate directory (default: the built-in "+harness.DefaultCandidate+")")
+	candidateDir := fs.String("candidate", "", "candidate directory (default: the built-in "+plan.DefaultCandidate+")")
 	out := fs.String("out", "", "report directory (default scale-<run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
 	var target targetFlags
@@ -92,12 +95,12 @@ func scaleCommand() *cobra.Command {
 
 		// Everything that can be checked without a cluster, for every fleet.
 		type job struct {
-			plan *harness.Plan
+			plan *plan.Plan
 			w    *scale.Workload
 		}
 		var jobs []job
 		for i, f := range fleetFiles {
-			plan, err := harness.Prepare(f, candidate)
+			pl, err := plan.Prepare(f, candidate)
 			if err != nil {
 				return err
 			}
@@ -106,7 +109,7 @@ func scaleCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.CheckPools(poolInfos(plan)); err != nil {
+			if err := w.CheckPools(poolInfos(pl)); err != nil {
 				return err
 			}
 			if sizes != nil {
@@ -116,13 +119,13 @@ func scaleCommand() *cobra.Command {
 					}
 				}
 			}
-			jobs = append(jobs, job{plan, w})
+			jobs = append(jobs, job{pl, w})
 		}
 
 		runID := harness.NewRunName()
 		dir := *out
 		if dir == "" {
-			dir = filepath.Join(harness.ReportsDir(), "scale-"+runID)
+			dir = filepath.Join(dirs.ReportsDir(), "scale-"+runID)
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
@@ -134,7 +137,7 @@ func scaleCommand() *cobra.Command {
 				return err
 			}
 			for i := range jobs {
-				if jobs[i].plan, err = harness.Prepare(jobs[i].plan.Fleet.File, snap); err != nil {
+				if jobs[i].plan, err = plan.Prepare(jobs[i].plan.Fleet.File, snap); err != nil {
 					return err
 				}
 			}
@@ -247,7 +250,7 @@ func userGlob(g string, builtin bool) ([]string, error) {
 			return nonEmpty(g, m, err)
 		}
 	}
-	dir, err := harness.Manifests()
+	dir, err := dirs.Manifests()
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +269,7 @@ func nonEmpty(g string, m []string, err error) ([]string, error) {
 }
 
 // poolInfos describes the fleet's pools for workload validation.
-func poolInfos(plan *harness.Plan) map[string]scale.PoolInfo {
+func poolInfos(plan *plan.Plan) map[string]scale.PoolInfo {
 	r := &harness.Run{Plan: plan}
 	out := map[string]scale.PoolInfo{}
 	for _, p := range plan.Fleet.Spec.Pools {
@@ -293,7 +296,7 @@ var scaleUp = harness.UpOptions{
 
 // scaleAttached joins one fleet to an existing cluster as simulated nodes,
 // runs the workload there and removes everything the run made.
-func scaleAttached(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, e *cluster.Existing, installCandidate bool) (*scale.Result, error) {
+func scaleAttached(ctx context.Context, name string, plan *plan.Plan, w *scale.Workload, e *cluster.Existing, installCandidate bool) (*scale.Result, error) {
 	logf("scale run %s: fleet %s (%d nodes) joining %s, workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
 	setPhase("scale: fleet %s (%d nodes) joining %s, workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
 	harness.SetRunID(name)
@@ -335,7 +338,7 @@ func scaleAttached(ctx context.Context, name string, plan *harness.Plan, w *scal
 
 // scaleOne brings up a tuned cluster for one fleet, runs the workload and
 // removes the cluster, whatever happens.
-func scaleOne(ctx context.Context, name string, plan *harness.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
+func scaleOne(ctx context.Context, name string, plan *plan.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
 	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
 	setPhase("scale: fleet %s (%d nodes), workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
 	provider, err := harness.TunedProvider(name, tuning)

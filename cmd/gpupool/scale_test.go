@@ -6,21 +6,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/dirs"
 )
 
 // The built-in manifests of this checkout stand for the unpacked ones
-// (harness tests the unpacking), so no test writes to the user's cache.
+// (e2e/dirs tests the unpacking), so no test writes to the user's cache.
 func builtinManifests(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.Abs(filepath.Join("..", "..", "manifests"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(harness.ManifestsEnv, dir)
-	got, err := harness.Manifests()
+	t.Setenv(dirs.ManifestsEnv, dir)
+	got, err := dirs.Manifests()
 	if err != nil || got != dir {
-		t.Fatalf("harness.Manifests() = %s, %v; want %s", got, err, dir)
+		t.Fatalf("dirs.Manifests() = %s, %v; want %s", got, err, dir)
 	}
 	return dir
 }

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
 	"os"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
 )
 
 func upCommand() *cobra.Command {
@@ -21,11 +23,11 @@ func upCommand() *cobra.Command {
 	f.register(fs)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
-		plan, err := harness.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
+		pl, err := plan.Prepare(absOrEmpty(f.fleet), absOrEmpty(f.candidate))
 		if err != nil {
 			return err
 		}
-		plan.ServerSideApply = f.serverSide
+		pl.ServerSideApply = f.serverSide
 		name := harness.NewRunName()
 		provider, err := harness.NewProvider(f.provider, name)
 		if err != nil {
@@ -40,12 +42,12 @@ func upCommand() *cobra.Command {
 			}
 			logf("cluster %s removed", name)
 		}()
-		r, err := harness.Up(ctx, plan, provider)
+		r, err := harness.Up(ctx, pl, provider)
 		if err != nil {
 			return err
 		}
 		fmt.Printf("cluster %s is up with fleet %s and candidate %s\n\n  export KUBECONFIG=%s\n\nCtrl-C removes it.\n",
-			name, plan.Fleet.Metadata.Name, plan.Candidate.Name, r.Cluster.Kubeconfig)
+			name, pl.Fleet.Metadata.Name, pl.Candidate.Name, r.Cluster.Kubeconfig)
 		<-ctx.Done()
 		return nil
 	}

@@ -14,7 +14,7 @@ func versionCommand() *cobra.Command {
 	c := &cobra.Command{Use: "version", Short: "print gpupool's version and the version of every component it runs", Args: cobra.NoArgs}
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-		v := versions()
+		v := componentVersions()
 		for _, k := range []string{"gpupool", "go", "kubernetes", "etcd", "kwok", "kind", "gpu-operator"} {
 			fmt.Fprintf(tw, "%s\t%s\n", k, v[k])
 		}

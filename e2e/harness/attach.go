@@ -7,16 +7,19 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/versions"
 )
 
 // SetRunID names the run whose objects this process labels (see Own).
@@ -43,7 +46,7 @@ type AttachOptions struct {
 // cluster.Existing). Unless it simulates the pools, the cluster's nodes
 // must form the fleet's pools, each labelled gpupool.dev/pool with its
 // pool's name. On error the caller still calls Stop and RemoveOwned.
-func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
+func AttachTo(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
 	r, err := attach(ctx, plan, p, opt)
 	if err != nil && r != nil {
 		r.Stop()
@@ -51,7 +54,7 @@ func AttachTo(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOpt
 	return r, err
 }
 
-func attach(ctx context.Context, plan *Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
+func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt AttachOptions) (*Run, error) {
 	r := &Run{Plan: plan, Log: stderrLog, opt: opt.Up}
 	start := time.Now()
 	c, err := p.Up(ctx)
@@ -147,7 +150,7 @@ func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 	}
 	r.simulatedPools = true
 	sel := LabelRun + "=" + RunID()
-	k, err := cluster.StartKwok(filepath.Join(CacheDir(), "kwok-"+KwokVersion, "kwok"), r.Cluster.Kubeconfig, sel)
+	k, err := cluster.StartKwok(filepath.Join(dirs.CacheDir(), "kwok-"+versions.Kwok, "kwok"), r.Cluster.Kubeconfig, sel)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/dirs"
+	"github.com/gpupool/gpupool/e2e/versions"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -47,7 +49,7 @@ func NewProvider(kind, name string) (Provider, error) {
 
 // KindImagesFile lists the images hack/build-kind-images.sh built, as
 // name=image lines.
-func KindImagesFile() string { return filepath.Join(CacheDir(), "kind-images") }
+func KindImagesFile() string { return filepath.Join(dirs.CacheDir(), "kind-images") }
 
 // KindProvider returns the kind provider. The node image is KIND_NODE_IMAGE
 // if set, else the one hack/build-kind-node-image.sh built here, else
@@ -60,19 +62,19 @@ func KindProvider(name string) (*cluster.Kind, error) {
 	node := os.Getenv("KIND_NODE_IMAGE")
 	offline := false
 	if node == "" {
-		if b, err := os.ReadFile(filepath.Join(CacheDir(), "kind-node-image")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dirs.CacheDir(), "kind-node-image")); err == nil {
 			node = strings.TrimSpace(string(b))
 		}
 	}
 	offline = strings.HasPrefix(node, "gpupool/kind-node:")
 	return cluster.NewKind(cluster.KindConfig{
 		Name:             name,
-		KindBinary:       filepath.Join(CacheDir(), "kind-"+KindVersion, "kind"),
+		KindBinary:       filepath.Join(dirs.CacheDir(), "kind-"+versions.Kind, "kind"),
 		NodeImage:        node,
 		OfflineNodeImage: offline,
-		KubeVersion:      KubeVersion,
-		KwokVersion:      KwokVersion,
-		StateDir:         StateDir(),
+		KubeVersion:      versions.Kube,
+		KwokVersion:      versions.Kwok,
+		StateDir:         dirs.StateDir(),
 		RuntimeHandlers:  []string{fakegpu.RuntimeHandler},
 		KwokImage:        images["kwok"],
 		RoleImages:       map[string]string{"device-plugin": images["device-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
@@ -115,13 +117,14 @@ func ProviderName(provider string) string {
 // checks made for other providers than the named one.
 func OtherProvidersLabels(provider string) string {
 	var others []string
-	for _, p := range otherProviders(provider) {
+	for _, p := range OtherProviders(provider) {
 		others = append(others, checks.LabelProvider+"="+p)
 	}
 	return strings.Join(others, ",")
 }
 
-func otherProviders(provider string) []string {
+// OtherProviders names the providers other than the named one.
+func OtherProviders(provider string) []string {
 	provider = ProviderName(provider)
 	var others []string
 	for _, p := range Providers {

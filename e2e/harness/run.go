@@ -1,3 +1,11 @@
+// Package harness brings a run's cluster up: it picks the cluster
+// provider, starts the cluster (or attaches to one gpupool did not make),
+// installs the candidate, creates the fleet, runs the simulated GPU stack
+// for it, labels what the run makes and removes that again. A Run is the
+// cluster so provisioned; it also answers what checks ask of the fleet in
+// it (a pool's nodes, its intended resource, its trust namespaces) and
+// drives its real nodes (kind). Plans come from e2e/plan; suites reach
+// the Run through e2e/suite.
 package harness
 
 import (
@@ -24,8 +32,11 @@ import (
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/versions"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/controller"
@@ -33,7 +44,7 @@ import (
 
 // Run is a cluster with the fleet created and the candidate installed.
 type Run struct {
-	*Plan
+	*plan.Plan
 	Cluster *cluster.Cluster
 	Client  kubernetes.Interface
 	// FleetStats says how node bring-up went.
@@ -118,20 +129,20 @@ func TunedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, error
 }
 
 func embeddedProvider(name string, tuning cluster.Tuning) (*cluster.Embedded, error) {
-	cache := CacheDir()
-	kube := filepath.Join(cache, "kubernetes-"+KubeVersion)
-	kwok := filepath.Join(cache, "kwok-"+KwokVersion)
+	cache := dirs.CacheDir()
+	kube := filepath.Join(cache, "kubernetes-"+versions.Kube)
+	kwok := filepath.Join(cache, "kwok-"+versions.Kwok)
 	p, err := cluster.NewEmbedded(cluster.EmbeddedConfig{
 		Name:        name,
-		KubeVersion: KubeVersion,
-		KwokVersion: KwokVersion,
-		EtcdVersion: EtcdVersion,
-		StateDir:    StateDir(),
+		KubeVersion: versions.Kube,
+		KwokVersion: versions.Kwok,
+		EtcdVersion: versions.Etcd,
+		StateDir:    dirs.StateDir(),
 		Tuning:      tuning,
 		Binaries: cluster.Binaries{
 			Kwokctl:               filepath.Join(kwok, "kwokctl"),
 			Kwok:                  filepath.Join(kwok, "kwok"),
-			Etcd:                  filepath.Join(cache, "etcd-"+EtcdVersion, "etcd"),
+			Etcd:                  filepath.Join(cache, "etcd-"+versions.Etcd, "etcd"),
 			KubeAPIServer:         filepath.Join(kube, "kube-apiserver"),
 			KubeControllerManager: filepath.Join(kube, "kube-controller-manager"),
 			KubeScheduler:         filepath.Join(kube, "kube-scheduler"),
@@ -145,7 +156,7 @@ They come from one of:
       kube-apiserver, kube-controller-manager, kube-scheduler %s: https://dl.k8s.io/release/%s/bin/linux/%s/<name>
       etcd %s: https://github.com/etcd-io/etcd/releases/tag/%s
       kwok and kwokctl %s: https://github.com/kubernetes-sigs/kwok/releases/tag/%s`,
-			err, cache, KubeVersion, KubeVersion, goruntime.GOARCH, EtcdVersion, EtcdVersion, KwokVersion, KwokVersion)
+			err, cache, versions.Kube, versions.Kube, goruntime.GOARCH, versions.Etcd, versions.Etcd, versions.Kwok, versions.Kwok)
 	}
 	return p, err
 }
@@ -156,12 +167,12 @@ func stderrLog(format string, args ...any) {
 
 // Up brings a cluster up with p, creates the fleet and installs the
 // candidate. On error the caller still owns p and must call p.Down.
-func Up(ctx context.Context, plan *Plan, p cluster.Provider) (*Run, error) {
+func Up(ctx context.Context, plan *plan.Plan, p cluster.Provider) (*Run, error) {
 	return UpWith(ctx, plan, p, UpOptions{})
 }
 
 // UpWith is Up with bring-up options (scale runs).
-func UpWith(ctx context.Context, plan *Plan, p cluster.Provider, opt UpOptions) (*Run, error) {
+func UpWith(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt UpOptions) (*Run, error) {
 	r := &Run{Plan: plan, Log: stderrLog, opt: opt}
 	start := time.Now()
 	c, err := p.Up(ctx)
@@ -308,7 +319,7 @@ func (r *Run) advertised(n *corev1.Node, configHash string) error {
 
 // startGPUStack runs the fakegpu controller in this process until Stop.
 func (r *Run) startGPUStack(ctx context.Context) error {
-	defaultMIG, err := DefaultMIGPartedConfig()
+	defaultMIG, err := plan.DefaultMIGPartedConfig()
 	if err != nil {
 		return err
 	}

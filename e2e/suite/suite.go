@@ -1,6 +1,10 @@
-// Package suite declares a suite package once, for both ways it runs:
-// under go test (its TestMain) and linked into the gpupool binary, which
-// runs it in a child process of itself with go test's flags.
+// Package suite is what a suite package (suites/*) is built from. It
+// declares the package once, for both ways it runs: under go test (its
+// TestMain) and linked into the gpupool binary, which runs it in a child
+// process of itself with go test's flags. It makes the e2e-framework
+// environment its checks run in, with the harness's Run in the context
+// (From), and holds what checks share: a check's feature and namespace
+// (Feature), a well-formed pod for a pool, the exploration settings.
 package suite
 
 import (
@@ -12,8 +16,6 @@ import (
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
-
-	"github.com/gpupool/gpupool/e2e/harness"
 )
 
 // Suite is one suite package: its checks as tests, and the env funcs it
@@ -26,14 +28,22 @@ type Suite struct {
 	// Package is the import path, as go test names the package in events.
 	Package string
 	Tests   []testing.InternalTest
-	Funcs   harness.SuiteFuncs
+	Funcs   Funcs
 	// env is the package's testenv: set before any test runs.
 	env *env.Environment
 }
 
+// Funcs are env funcs a suite adds around its checks.
+type Funcs struct {
+	Setup, Finish env.Func
+	// Parallel lets the suite's TestInParallel run its features side by
+	// side (e2e-framework's --parallel, for this suite alone).
+	Parallel bool
+}
+
 // New declares a suite package: testenv is the package variable its
 // tests use, tests its Test functions (named as go test would name them).
-func New(testenv *env.Environment, funcs harness.SuiteFuncs, tests ...func(*testing.T)) *Suite {
+func New(testenv *env.Environment, funcs Funcs, tests ...func(*testing.T)) *Suite {
 	s := &Suite{Funcs: funcs, env: testenv}
 	for _, f := range tests {
 		// "github.com/gpupool/gpupool/suites/pool.TestResourceNames"
@@ -59,7 +69,7 @@ func RunLinked(s *Suite, args []string) int {
 
 func (s *Suite) run() int {
 	m := testing.MainStart(testDeps{importPath: s.Package}, s.Tests, nil, nil, nil)
-	e, err := harness.NewTestEnv(s.Funcs)
+	e, err := newTestEnv(s.Funcs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gpupool:", err)
 		return 2

@@ -11,6 +11,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 )
 
@@ -20,9 +21,9 @@ const skuSelectorKey = "sku"
 
 func TestRequiresRuntimeClass(t *testing.T) {
 	c := checks.RequiresRuntimeClass
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a GPU pod without runtimeClassName is denied, naming runtimeClassName", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pod := wellFormedGPUPod(ctx, t, r, c.ID, "no-runtimeclass")
 			pod.Spec.RuntimeClassName = nil
 			if err := expect.Denied(ctx, r.Client, pod.Pod, "runtimeClassName"); err != nil {
@@ -31,7 +32,7 @@ func TestRequiresRuntimeClass(t *testing.T) {
 			return ctx
 		}).
 		Assess("the same pod naming the nvidia RuntimeClass is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pod := wellFormedGPUPod(ctx, t, r, c.ID, "with-runtimeclass")
 			if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 				t.Error(err)
@@ -43,9 +44,9 @@ func TestRequiresRuntimeClass(t *testing.T) {
 
 func TestRequiresSKUSelector(t *testing.T) {
 	c := checks.RequiresSKUSelector
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a GPU pod without nodeSelector.sku is denied, naming the sku selector", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pod := wellFormedGPUPod(ctx, t, r, c.ID, "no-sku").Without(skuSelectorKey)
 			if err := expect.Denied(ctx, r.Client, pod.Pod, skuSelectorKey); err != nil {
 				t.Error(err)
@@ -57,18 +58,18 @@ func TestRequiresSKUSelector(t *testing.T) {
 
 func TestCPUPodAdmitted(t *testing.T) {
 	c := checks.CPUPodAdmitted
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a CPU-only pod with no RuntimeClass and no selector is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
-			pod := workload.New(c.ID, harness.Namespace(ctx), "cpu-only")
+			r := suite.From(ctx)
+			pod := workload.New(c.ID, suite.Namespace(ctx), "cpu-only")
 			if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
 		}).
 		Assess("it lands on a node without GPUs", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
-			pod, err := expect.Scheduled(ctx, r.Client, harness.Namespace(ctx), "cpu-only")
+			r := suite.From(ctx)
+			pod, err := expect.Scheduled(ctx, r.Client, suite.Namespace(ctx), "cpu-only")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,7 +93,7 @@ func wellFormedGPUPod(ctx context.Context, t *testing.T, r *harness.Run, check, 
 	if _, ok := p.Labels[skuSelectorKey]; !ok {
 		t.Fatalf("pool %s has no %q label, so no pod can select it by SKU", p.Name, skuSelectorKey)
 	}
-	pod, err := harness.WellFormedPod(ctx, r, check, p, name)
+	pod, err := suite.WellFormedPod(ctx, r, check, p, name)
 	if err != nil {
 		t.Fatal(err)
 	}

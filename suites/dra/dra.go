@@ -15,6 +15,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -64,7 +65,7 @@ func classFor(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool) (
 func tenantOf(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool) (class, ns string, domain *fleet.TrustDomain) {
 	t.Helper()
 	class, _ = classFor(ctx, t, r, p)
-	ns, domain, err := r.NamespaceFor(ctx, p)
+	ns, domain, err := suite.NamespaceFor(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +89,9 @@ func runsWithDevices(ctx context.Context, t *testing.T, r *harness.Run, pod *cor
 
 func TestClaimPodsAreGPUPods(t *testing.T) {
 	c := checks.DRAClaimPodsAreGPUPods
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a well-formed pod claiming a GPU from a template runs on its DRA pool with the devices prepared; without runtimeClassName nvidia it is denied", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range draPools(t, r) {
 				class, ns, domain := tenantOf(ctx, t, r, p)
 				tmpl := workload.ClaimTemplate(c.ID, ns, p.Name+"-one-gpu", class, 1)
@@ -112,7 +113,7 @@ func TestClaimPodsAreGPUPods(t *testing.T) {
 			return ctx
 		}).
 		Assess("a pod limiting the DeviceClass's implicit extended resource is a GPU pod too", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range draPools(t, r) {
 				class, ns, domain := tenantOf(ctx, t, r, p)
 				res := ImplicitClassPrefix + class
@@ -135,9 +136,9 @@ func TestClaimPodsAreGPUPods(t *testing.T) {
 
 func TestOneWayPerGPU(t *testing.T) {
 	c := checks.DRAOneWayPerGPU
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("no node with DRA devices of a mapped DeviceClass offers that resource through a device plugin", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -166,7 +167,7 @@ func TestOneWayPerGPU(t *testing.T) {
 							continue
 						}
 						checked++
-						if got := harness.Allocatable(&n, res); got > 0 {
+						if got := suite.Allocatable(&n, res); got > 0 {
 							t.Errorf("node %s of pool %s publishes %d DRA devices serving %s and offers %d allocatable %s through the device plugin: one GPU can be given to a claim and to a limits pod at once",
 								n.Name, p.Name, served, res, got, res)
 						}

@@ -23,6 +23,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 )
@@ -44,7 +45,7 @@ func TestExplore(t *testing.T) {
 		if !ok {
 			t.Fatalf("no exploration rule for check %s", c.ID)
 		}
-		fs = append(fs, harness.Feature(c).
+		fs = append(fs, suite.Feature(c).
 			Assess("no pod a tenant can write breaks the rule: the corpus, then shapes drawn within the budget", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 				exploreRule(ctx, t, c, rule)
 				return ctx
@@ -58,8 +59,8 @@ func TestExplore(t *testing.T) {
 }
 
 func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore.Rule) {
-	r := harness.From(ctx)
-	set, err := harness.Exploration()
+	r := suite.From(ctx)
+	set, err := suite.Exploration()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func otherRuntimeClassObject() *nodev1.RuntimeClass {
 // createTenantObjects makes what the rules draw from that a candidate
 // does not provide, and the residents of shared nodes.
 func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	r := harness.From(ctx)
+	r := suite.From(ctx)
 	cs := r.Client
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: unlabelledNamespace}}
 	harness.Own(&ns.ObjectMeta)
@@ -262,7 +263,7 @@ func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 // removeTenantObjects undoes createTenantObjects and waits until the
 // residents are gone, so suites after this one find the pools empty.
 func removeTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Context, error) {
-	r := harness.From(ctx)
+	r := suite.From(ctx)
 	cs := r.Client
 	zero := int64(0)
 	sel := residentLabel + "=true"

@@ -6,7 +6,6 @@ package explore
 import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
-	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 )
 
@@ -17,6 +16,6 @@ var testenv env.Environment
 // draws from: a namespace with no labels, a RuntimeClass that is not
 // nvidia, and, on each time-sliced node split by trust, a well-formed pod
 // of the node's own tenant for a stray pod to land beside.
-var Suite = suite.New(&testenv, harness.SuiteFuncs{Setup: createTenantObjects, Finish: removeTenantObjects, Parallel: true},
+var Suite = suite.New(&testenv, suite.Funcs{Setup: createTenantObjects, Finish: removeTenantObjects, Parallel: true},
 	TestExplore,
 )

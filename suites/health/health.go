@@ -15,6 +15,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -23,9 +24,9 @@ func TestPluginDownPodsPending(t *testing.T) {
 	c := checks.PluginDownPodsPending
 	var pool fleet.Pool
 	const podName = "while-plugin-down"
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("with the device plugin down on every node of a pool, a new GPU pod for it stays Pending naming the resource", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pool = r.FirstPool(t, fleet.ModeExclusive)
 			res, err := r.IntendedResource(pool)
 			if err != nil {
@@ -39,7 +40,7 @@ func TestPluginDownPodsPending(t *testing.T) {
 			if err := setPluginDown(ctx, r, pool, true); err != nil {
 				t.Fatal(err)
 			}
-			pod, err := harness.WellFormedPod(ctx, r, c.ID, pool, podName)
+			pod, err := suite.WellFormedPod(ctx, r, c.ID, pool, podName)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,18 +57,18 @@ func TestPluginDownPodsPending(t *testing.T) {
 			return ctx
 		}).
 		Assess("once the device plugin recovers, the pod is scheduled onto the pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			if err := setPluginDown(ctx, r, pool, false); err != nil {
 				t.Fatal(err)
 			}
-			if err := r.ExpectOnPool(ctx, harness.Namespace(ctx), podName, pool.Name); err != nil {
+			if err := r.ExpectOnPool(ctx, suite.Namespace(ctx), podName, pool.Name); err != nil {
 				t.Error(err)
 			}
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			if pool.Name != "" {
-				if err := setPluginDown(ctx, harness.From(ctx), pool, false); err != nil {
+				if err := setPluginDown(ctx, suite.From(ctx), pool, false); err != nil {
 					t.Error(err)
 				}
 			}
@@ -108,7 +109,7 @@ func setPluginDown(ctx context.Context, r *harness.Run, p fleet.Pool, down bool)
 			return false, "", err
 		}
 		for _, n := range nodes {
-			got := harness.Allocatable(&n, res)
+			got := suite.Allocatable(&n, res)
 			if !down && got != 0 && got != want {
 				// The simulated plugin publishes a node's devices in one
 				// write: what a recovered node shows is what it advertises.

@@ -19,6 +19,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -32,9 +33,9 @@ func TestXidWithdrawsGPU(t *testing.T) {
 	c := checks.XidWithdrawsGPU
 	var node string
 	var pool fleet.Pool
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("an Xid on GPU 0 of a node takes one GPU out of allocatable and keeps it in capacity", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pool = r.FirstPool(t, fleet.ModeExclusive)
 			res, want, err := r.Intended(pool)
 			if err != nil {
@@ -57,7 +58,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			return ctx
 		}).
 		Assess("a pod asking every healthy GPU runs on the others; one asking one more stays Pending, explained by the unhealthy GPU", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			if node == "" {
 				t.Fatal("expected the previous step to withdraw a GPU, but it picked no node")
 			}
@@ -65,7 +66,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ns, domain, err := r.NamespaceFor(ctx, pool)
+			ns, domain, err := suite.NamespaceFor(ctx, pool)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +110,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			if node == "" {
 				return ctx
 			}
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			// Removing the Xid is the plugin's restart: only that brings a
 			// device back (facts §2, ListAndWatch FIXME).
 			if err := setXid(ctx, r, node, ""); err != nil {
@@ -145,7 +146,7 @@ func awaitAllocatable(ctx context.Context, r *harness.Run, node, res string, all
 		if err != nil {
 			return false, "", err
 		}
-		a, c := harness.Allocatable(n, res), n.Status.Capacity[corev1.ResourceName(res)]
+		a, c := suite.Allocatable(n, res), n.Status.Capacity[corev1.ResourceName(res)]
 		return a == allocatable && c.Value() == capacity, fmt.Sprintf("allocatable %d, capacity %d", a, c.Value()), nil
 	})
 }

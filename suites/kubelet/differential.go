@@ -16,9 +16,11 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/differential"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -31,7 +33,7 @@ import (
 // kubelet must do what the real one did.
 func TestKubeletSimulatorAgrees(t *testing.T) {
 	c := checks.KubeletSimulatorAgrees
-	f := harness.Feature(c)
+	f := suite.Feature(c)
 	shapes, err := loadCorpus()
 	if err != nil {
 		f = f.Assess("the differential corpus loads", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -61,7 +63,7 @@ func TestKubeletSimulatorAgrees(t *testing.T) {
 }
 
 func loadCorpus() ([]differential.Shape, error) {
-	dir, err := harness.ManifestPath(differential.DefaultCorpus)
+	dir, err := dirs.ManifestPath(differential.DefaultCorpus)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +85,7 @@ type differentialRun struct {
 // is about every shape of the corpus, and a skip would hide from CI a
 // shape nothing compared (as checks that need a tenant fail without one).
 func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.Shape) error {
-	r := harness.From(ctx)
+	r := suite.From(ctx)
 	t.Logf("%s: %s", s.Name, s.Probes)
 	e, err := d.join(ctx, t, s.Mode)
 	if err != nil {
@@ -163,7 +165,7 @@ func (d *differentialRun) join(ctx context.Context, t *testing.T, mode string) (
 	if err := d.cannotJoin[mode]; err != nil {
 		return nil, fmt.Errorf("the real node could not join a %s pool for an earlier shape: %w", mode, err)
 	}
-	r := harness.From(ctx)
+	r := suite.From(ctx)
 	pool := r.FirstPool(t, mode)
 	d.e.leave(ctx, t)
 	d.e = nil
@@ -187,7 +189,7 @@ func enlistIn(ctx context.Context, r *harness.Run, pool fleet.Pool) (*enlisted, 
 	if e.resource, err = r.IntendedResource(pool); err != nil {
 		return nil, err
 	}
-	if e.ns, e.domain, err = r.NamespaceFor(ctx, pool); err != nil {
+	if e.ns, e.domain, err = suite.NamespaceFor(ctx, pool); err != nil {
 		return nil, err
 	}
 	if e.image, err = r.ProbeImage(ctx, e.node); err != nil {
@@ -272,7 +274,7 @@ func sameFreeCapacity(ctx context.Context, r *harness.Run, e *enlisted, kwok str
 	if err != nil {
 		return err
 	}
-	want := harness.Allocatable(n, e.resource)
+	want := suite.Allocatable(n, e.resource)
 	if err := r.WaitRealNodeAdvertises(ctx, e.node, map[string]int64{e.resource: want}); err != nil {
 		return fmt.Errorf("the nodes do not start from the same capacity: KWOK node %s advertises %d %s: %w", kwok, want, e.resource, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -41,13 +42,13 @@ type enlisted struct {
 // designed for.
 func enlist(ctx context.Context, t *testing.T, mode string) *enlisted {
 	t.Helper()
-	r := harness.From(ctx)
+	r := suite.From(ctx)
 	e := &enlisted{node: r.RealNode(ctx, t), pool: r.FirstPool(t, mode)}
 	var err error
 	if e.resource, err = r.IntendedResource(e.pool); err != nil {
 		t.Fatal(err)
 	}
-	if e.ns, e.domain, err = r.NamespaceFor(ctx, e.pool); err != nil {
+	if e.ns, e.domain, err = suite.NamespaceFor(ctx, e.pool); err != nil {
 		t.Fatal(err)
 	}
 	if e.image, err = r.ProbeImage(ctx, e.node); err != nil {
@@ -78,9 +79,9 @@ func (e *enlisted) probePod(check, name string, n int64) *corev1.Pod {
 func TestKubeletRejectsSharedRequestOverOne(t *testing.T) {
 	c := checks.KubeletRejectsSharedOverOne
 	var e *enlisted
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a pod asking for 2 shared GPUs on a real node is scheduled, then fails the kubelet's admission", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			e = enlist(ctx, t, fleet.ModeTimeSlicing)
 			pod := e.probePod(c.ID, "two-shared", 2)
 			if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
@@ -106,9 +107,9 @@ func TestKubeletRejectsSharedRequestOverOne(t *testing.T) {
 func TestKubeletAllocatesDistinctGPUs(t *testing.T) {
 	c := checks.KubeletAllocatesDistinctGPUs
 	var e *enlisted
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("two GPU pods on a real node of an exclusive pool each see their own GPU in NVIDIA_VISIBLE_DEVICES", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			e = enlist(ctx, t, fleet.ModeExclusive)
 			holder := map[string]string{}
 			for i := range 2 {
@@ -173,9 +174,9 @@ func visibleDevices(ctx context.Context, r *harness.Run, pod *corev1.Pod) ([]str
 func TestKubeletPluginLossWithdrawsGPUs(t *testing.T) {
 	c := checks.KubeletPluginLossWithdrawsGPUs
 	var e *enlisted
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("with the device-plugin pod taken off the real node, its allocatable GPUs drop to 0", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			e = enlist(ctx, t, fleet.ModeExclusive)
 			p, err := r.DevicePluginPod(ctx, e.node)
 			if err != nil {
@@ -202,7 +203,7 @@ func TestKubeletPluginLossWithdrawsGPUs(t *testing.T) {
 			if e == nil {
 				t.Fatal("the previous assessment failed before enlisting the real node")
 			}
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			if err := setPluginDeployed(ctx, r, e.node, true); err != nil {
 				t.Fatal(err)
 			}
@@ -215,7 +216,7 @@ func TestKubeletPluginLossWithdrawsGPUs(t *testing.T) {
 			if e == nil {
 				return ctx
 			}
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			if err := setPluginDeployed(ctx, r, e.node, true); err != nil {
 				t.Error(err)
 			}

@@ -8,7 +8,6 @@ package kubelet
 import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
-	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 )
 
@@ -16,7 +15,7 @@ var testenv env.Environment
 
 // Suite is this package's checks; main_test.go runs it under go test, and
 // the gpupool binary links it.
-var Suite = suite.New(&testenv, harness.SuiteFuncs{},
+var Suite = suite.New(&testenv, suite.Funcs{},
 	TestKubeletSimulatorAgrees,
 	TestKubeletRejectsSharedRequestOverOne,
 	TestKubeletAllocatesDistinctGPUs,

@@ -19,6 +19,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -32,9 +33,9 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 		node     string
 		original string
 	)
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pool = r.FirstPool(t, fleet.ModeMIG)
 			nodes, _, err := r.Disruptable(ctx, pool.Name)
 			if err != nil {
@@ -47,7 +48,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			return ctx
 		}).
 		Assess("after cordon and drain, a new layout walks pending → success with operands paused and GPUs withdrawn, and fails no pod", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			other, _, err := r.Layouts(pool)
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +76,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			return ctx
 		}).
 		Assess("relabelling a busy node without a drain fails its GPU pods, and the check says so", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			other, _, err := r.Layouts(pool)
 			if err != nil {
 				t.Fatal(err)
@@ -94,7 +95,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			return ctx
 		}).
 		Assess("a layout the GPU cannot take ends in state failed and keeps the old layout", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			_, unfit, err := r.Layouts(pool)
 			if err != nil {
 				t.Fatal(err)
@@ -126,7 +127,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			if node == "" {
 				return ctx
 			}
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			_ = cordon(ctx, r, node, false)
 			relabel(ctx, t, r, pool, node, original)
 			return ctx
@@ -138,7 +139,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 // with its devices.
 func runMIGPod(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.Pool, node, name string) *corev1.Pod {
 	t.Helper()
-	pod, err := harness.WellFormedPod(ctx, r, check, p, name)
+	pod, err := suite.WellFormedPod(ctx, r, check, p, name)
 	if err != nil {
 		t.Fatal(err)
 	}

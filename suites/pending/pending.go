@@ -14,6 +14,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -21,9 +22,9 @@ import (
 
 func TestPendingExplainedByContract(t *testing.T) {
 	c := checks.PendingExplained
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("every Pending GPU pod of a mixed workload is explained by the contract", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pods := mixedWorkload(ctx, t, r, c.ID)
 			var created []*corev1.Pod
 			for _, p := range pods {
@@ -108,7 +109,7 @@ func unschedulable(p *corev1.Pod) bool {
 func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check string) []*corev1.Pod {
 	t.Helper()
 	var pods []*corev1.Pod
-	ns := harness.Namespace(ctx)
+	ns := suite.Namespace(ctx)
 	for _, p := range r.Fleet.Spec.Pools {
 		if !p.GPU() {
 			continue
@@ -117,7 +118,7 @@ func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		if err != nil {
 			t.Fatal(err)
 		}
-		pns, domain, err := r.NamespaceFor(ctx, p)
+		pns, domain, err := suite.NamespaceFor(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}

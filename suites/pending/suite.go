@@ -5,7 +5,6 @@ package pending
 import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
-	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 )
 
@@ -13,6 +12,6 @@ var testenv env.Environment
 
 // Suite is this package's checks; main_test.go runs it under go test, and
 // the gpupool binary links it.
-var Suite = suite.New(&testenv, harness.SuiteFuncs{},
+var Suite = suite.New(&testenv, suite.Funcs{},
 	TestPendingExplainedByContract,
 )

@@ -12,17 +12,18 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestResourceNames(t *testing.T) {
 	c := checks.PendingOnWrongResource
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a pod limiting nvidia.com/gpu on a MIG pool stays Pending: Insufficient nvidia.com/gpu", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range migPools(t, r) {
-				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-whole-gpu").
+				pod := workload.New(c.ID, suite.Namespace(ctx), p.Name+"-whole-gpu").
 					ForPool(p, nil).GPU(fakegpu.ResourceGPU, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
@@ -38,7 +39,7 @@ func TestResourceNames(t *testing.T) {
 			return ctx
 		}).
 		Assess("a pod limiting nvidia.com/gpu on a time-sliced pool that renames its replicas stays Pending: Insufficient nvidia.com/gpu", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			renamed := 0
 			for _, p := range r.Fleet.PoolsWithMode(fleet.ModeTimeSlicing) {
 				if d := p.Replicated(); d == nil || !d.RenameByDefault {
@@ -47,7 +48,7 @@ func TestResourceNames(t *testing.T) {
 				renamed++
 				// The pool's own tenant asks: a stranger is refused before
 				// the scheduler is ever asked.
-				ns, domain, err := r.NamespaceFor(ctx, p)
+				ns, domain, err := suite.NamespaceFor(ctx, p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -70,13 +71,13 @@ func TestResourceNames(t *testing.T) {
 			return ctx
 		}).
 		Assess("the same pod limiting the pool's MIG resource is scheduled onto the pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range migPools(t, r) {
 				res, err := r.IntendedResource(p)
 				if err != nil {
 					t.Fatal(err)
 				}
-				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-mig").
+				pod := workload.New(c.ID, suite.Namespace(ctx), p.Name+"-mig").
 					ForPool(p, nil).GPU(res, 1)
 				if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 					t.Fatal(err)
@@ -92,9 +93,9 @@ func TestResourceNames(t *testing.T) {
 
 func TestSKUIsolation(t *testing.T) {
 	c := checks.SKUIsolation
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a pod without the pool's tolerations never lands on a GPU node", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range r.Fleet.Spec.Pools {
 				if !p.GPU() {
 					continue
@@ -105,7 +106,7 @@ func TestSKUIsolation(t *testing.T) {
 				if len(p.TrustDomains) > 0 {
 					domain = &p.TrustDomains[0]
 				}
-				pod := workload.New(c.ID, harness.Namespace(ctx), p.Name+"-untolerated").NodeSelector(p.Labels)
+				pod := workload.New(c.ID, suite.Namespace(ctx), p.Name+"-untolerated").NodeSelector(p.Labels)
 				if domain != nil {
 					pod = pod.NodeSelector(domain.Labels).Tolerate(domain.Taints...)
 				}
@@ -119,7 +120,7 @@ func TestSKUIsolation(t *testing.T) {
 			return ctx
 		}).
 		Assess("a well-formed pod for each GPU pool lands on that pool and nowhere else", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range r.Fleet.Spec.Pools {
 				if !p.GPU() {
 					continue
@@ -128,7 +129,7 @@ func TestSKUIsolation(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ns := harness.Namespace(ctx)
+				ns := suite.Namespace(ctx)
 				var domain *fleet.TrustDomain
 				if len(p.TrustDomains) > 0 {
 					domain = &p.TrustDomains[0]
@@ -160,9 +161,9 @@ func migPools(t *testing.T, r *harness.Run) []fleet.Pool {
 
 func TestAdvertisesDesignedResources(t *testing.T) {
 	c := checks.AdvertisesDesignedResources
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("every GPU node advertises its pool's designed resource and count", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range r.Fleet.Spec.Pools {
 				if !p.GPU() {
 					continue
@@ -186,7 +187,7 @@ func TestAdvertisesDesignedResources(t *testing.T) {
 						}
 						continue
 					}
-					if got := harness.Allocatable(&n, res); got != want {
+					if got := suite.Allocatable(&n, res); got != want {
 						t.Errorf("node %s of pool %s: expected %d allocatable %s, got %d (node advertises %v)", n.Name, p.Name, want, res, got, gpuResources(&n))
 					}
 				}

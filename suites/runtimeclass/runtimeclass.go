@@ -11,22 +11,22 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
-	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestNVIDIARuntimeGivesGPU(t *testing.T) {
 	c := checks.NVIDIARuntimeGivesGPU
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a well-formed GPU pod on each GPU pool runs with its allocated devices", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			var pods []*corev1.Pod
 			for _, p := range r.Fleet.Spec.Pools {
 				if !p.GPU() {
 					continue
 				}
-				pod, err := harness.WellFormedPod(ctx, r, c.ID, p, p.Name+"-runs")
+				pod, err := suite.WellFormedPod(ctx, r, c.ID, p, p.Name+"-runs")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -77,9 +77,9 @@ func waitingMessage(p *corev1.Pod) string {
 
 func TestRuntimeClassExistsNotDefault(t *testing.T) {
 	c := checks.RuntimeClassExistsNotDefault
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("RuntimeClass nvidia exists with handler nvidia", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			rc, err := r.Client.NodeV1().RuntimeClasses().Get(ctx, workload.RuntimeClass, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("expected RuntimeClass nvidia, but: %v", err)
@@ -90,8 +90,8 @@ func TestRuntimeClassExistsNotDefault(t *testing.T) {
 			return ctx
 		}).
 		Assess("a CPU pod that names no RuntimeClass is admitted without one", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
-			got, err := expect.Admitted(ctx, r.Client, workload.New(c.ID, harness.Namespace(ctx), "cpu-no-runtimeclass").Pod)
+			r := suite.From(ctx)
+			got, err := expect.Admitted(ctx, r.Client, workload.New(c.ID, suite.Namespace(ctx), "cpu-no-runtimeclass").Pod)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,8 +101,8 @@ func TestRuntimeClassExistsNotDefault(t *testing.T) {
 			return ctx
 		}).
 		Assess("a pod naming a RuntimeClass that does not exist is denied", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
-			pod := workload.New(c.ID, harness.Namespace(ctx), "missing-runtimeclass").RuntimeClass("gpupool-no-such-runtimeclass")
+			r := suite.From(ctx)
+			pod := workload.New(c.ID, suite.Namespace(ctx), "missing-runtimeclass").RuntimeClass("gpupool-no-such-runtimeclass")
 			if err := expect.Denied(ctx, r.Client, pod.Pod, `RuntimeClass "gpupool-no-such-runtimeclass" not found`); err != nil {
 				t.Error(err)
 			}

@@ -4,7 +4,6 @@ package runtimeclass
 import (
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
-	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 )
 
@@ -12,7 +11,7 @@ var testenv env.Environment
 
 // Suite is this package's checks; main_test.go runs it under go test, and
 // the gpupool binary links it.
-var Suite = suite.New(&testenv, harness.SuiteFuncs{},
+var Suite = suite.New(&testenv, suite.Funcs{},
 	TestNVIDIARuntimeGivesGPU,
 	TestRuntimeClassExistsNotDefault,
 )

@@ -15,6 +15,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/netpol"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 )
 
@@ -43,9 +44,9 @@ func tenants(ctx context.Context, t *testing.T, r *harness.Run) []string {
 
 func TestTenantPodSecurityRestricted(t *testing.T) {
 	c := checks.TenantPodSecurityRestricted
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("in every tenant namespace a pod that is not restricted-compliant is denied by Pod Security", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, ns := range tenants(ctx, t, r) {
 				pod := workload.New(c.ID, ns, "not-restricted").Unrestricted()
 				if err := expect.Denied(ctx, r.Client, pod.Pod, "violates PodSecurity \"restricted"); err != nil {
@@ -59,15 +60,15 @@ func TestTenantPodSecurityRestricted(t *testing.T) {
 
 func TestPrivilegedOnlyInGPUOperator(t *testing.T) {
 	c := checks.PrivilegedOnlyInGPUOperator
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a privileged hostPID pod is denied in an ordinary namespace and in every tenant namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			nss, err := r.TenantNamespaces(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The check's own namespace always; tenant namespaces when there are any.
-			for _, ns := range append([]string{harness.Namespace(ctx)}, nss...) {
+			for _, ns := range append([]string{suite.Namespace(ctx)}, nss...) {
 				pod := workload.New(c.ID, ns, "privileged").Privileged()
 				if err := expect.Denied(ctx, r.Client, pod.Pod, ""); err != nil {
 					t.Errorf("namespace %s: %v", ns, err)
@@ -76,7 +77,7 @@ func TestPrivilegedOnlyInGPUOperator(t *testing.T) {
 			return ctx
 		}).
 		Assess("the same pod is admitted in the gpu-operator namespace", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			pod := workload.New(c.ID, operatorNamespace, "privileged-operand").Privileged()
 			if err := expect.WouldBeAdmitted(ctx, r.Client, pod.Pod); err != nil {
 				t.Error(err)
@@ -88,9 +89,9 @@ func TestPrivilegedOnlyInGPUOperator(t *testing.T) {
 
 func TestDefaultDenyNetworkPolicyObjects(t *testing.T) {
 	c := checks.DefaultDenyNetworkPolicyObjects
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("every tenant namespace has a NetworkPolicy that selects all pods and denies all ingress and egress", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for ns, policies := range tenantNetworkPolicies(ctx, t, r) {
 				var names []string
 				found := false
@@ -114,9 +115,9 @@ var metadataEndpoints = []netip.Addr{netip.MustParseAddr("169.254.169.254"), net
 
 func TestNodeIdentityUnreachableObjects(t *testing.T) {
 	c := checks.NodeIdentityUnreachableObjects
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("in every namespace that shares GPU nodes, the NetworkPolicies allow no egress to the instance metadata endpoint", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for ns, policies := range tenantNetworkPolicies(ctx, t, r) {
 				for _, addr := range metadataEndpoints {
 					if paths := netpol.EgressTo(policies, addr); len(paths) > 0 {
@@ -157,11 +158,11 @@ func defaultDeny(np *networkingv1.NetworkPolicy) bool {
 
 func TestGPUImagesPinned(t *testing.T) {
 	c := checks.GPUImagesPinned
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a GPU pod whose image is a tag is denied; pinned by digest it is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			p := r.FirstPool(t, fleet.ModeExclusive)
-			pod, err := harness.WellFormedPod(ctx, r, c.ID, p, "tagged")
+			pod, err := suite.WellFormedPod(ctx, r, c.ID, p, "tagged")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +170,7 @@ func TestGPUImagesPinned(t *testing.T) {
 			if err := expect.Denied(ctx, r.Client, tagged.Pod, ""); err != nil {
 				t.Error(err)
 			}
-			pinned, err := harness.WellFormedPod(ctx, r, c.ID, p, "pinned")
+			pinned, err := suite.WellFormedPod(ctx, r, c.ID, p, "pinned")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -183,18 +184,18 @@ func TestGPUImagesPinned(t *testing.T) {
 
 func TestGPUPodsOwnServiceAccount(t *testing.T) {
 	c := checks.GPUPodsOwnServiceAccount
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a GPU pod under the default service account is denied; under its own it is admitted", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			p := r.FirstPool(t, fleet.ModeExclusive)
-			pod, err := harness.WellFormedPod(ctx, r, c.ID, p, "default-identity")
+			pod, err := suite.WellFormedPod(ctx, r, c.ID, p, "default-identity")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := expect.Denied(ctx, r.Client, workload.Pod{Pod: pod}.ServiceAccountName("default").Pod, ""); err != nil {
 				t.Error(err)
 			}
-			own, err := harness.WellFormedPod(ctx, r, c.ID, p, "own-identity")
+			own, err := suite.WellFormedPod(ctx, r, c.ID, p, "own-identity")
 			if err != nil {
 				t.Fatal(err)
 			}

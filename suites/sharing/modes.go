@@ -15,6 +15,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -25,9 +26,9 @@ const kubeletTimeout = 10 * time.Second
 
 func TestExclusiveGPUsNotShared(t *testing.T) {
 	c := checks.ExclusiveGPUsNotShared
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a full exclusive node's pods hold distinct GPUs and one more pod stays Pending", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			p := r.FirstPool(t, fleet.ModeExclusive)
 			res, perNode, err := r.Intended(p)
 			if err != nil {
@@ -40,7 +41,7 @@ func TestExclusiveGPUsNotShared(t *testing.T) {
 			node := nodes[0].Name
 			var pods []*corev1.Pod
 			for i := int64(0); i <= perNode; i++ {
-				pod := workload.New(c.ID, harness.Namespace(ctx), fmt.Sprintf("gpu-%d", i)).ForPool(p, nil).GPU(res, 1).
+				pod := workload.New(c.ID, suite.Namespace(ctx), fmt.Sprintf("gpu-%d", i)).ForPool(p, nil).GPU(res, 1).
 					NodeSelector(map[string]string{"kubernetes.io/hostname": node})
 				got, err := expect.Admitted(ctx, r.Client, pod.Pod)
 				if err != nil {
@@ -78,15 +79,15 @@ func TestExclusiveGPUsNotShared(t *testing.T) {
 
 func TestFailRequestsGreaterThanOne(t *testing.T) {
 	c := checks.FailRequestsGreaterThanOne
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a pod asking for 2 shared GPUs in one container, main or init, is scheduled, then fails kubelet admission", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			p := r.FirstPool(t, fleet.ModeTimeSlicing)
 			res, err := r.IntendedResource(p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			ns, domain, err := r.NamespaceFor(ctx, p)
+			ns, domain, err := suite.NamespaceFor(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,9 +125,9 @@ func TestFailRequestsGreaterThanOne(t *testing.T) {
 
 func TestGPUMemoryBounded(t *testing.T) {
 	c := checks.GPUMemoryBounded
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("pods within their share of a time-sliced GPU run; the one that oversubscribes it is denied or OOMKilled", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			p := r.FirstPool(t, fleet.ModeTimeSlicing)
 			res, err := r.IntendedResource(p)
 			if err != nil {
@@ -136,7 +137,7 @@ func TestGPUMemoryBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ns, domain, err := r.NamespaceFor(ctx, p)
+			ns, domain, err := suite.NamespaceFor(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,15 +16,16 @@ import (
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestNoCrossTrustTimeslice(t *testing.T) {
 	c := checks.NoCrossTrustTimeslice
-	f := harness.Feature(c).
+	f := suite.Feature(c).
 		Assess("a shared-GPU pod from one trust domain aiming at another's nodes is denied", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range splitSharedPools(t, r) {
 				a, b := p.TrustDomains[0], p.TrustDomains[1]
 				nsA, err := r.TrustNamespace(ctx, a)
@@ -43,7 +44,7 @@ func TestNoCrossTrustTimeslice(t *testing.T) {
 			return ctx
 		}).
 		Assess("with every trust domain filling the pool, no node hosts pods of two trusts", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := harness.From(ctx)
+			r := suite.From(ctx)
 			for _, p := range splitSharedPools(t, r) {
 				res, err := r.IntendedResource(p)
 				if err != nil {

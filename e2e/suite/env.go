@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"context"
@@ -16,34 +16,36 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
 )
 
 // Flags a suite binary accepts besides e2e-framework's own (pass them after
 // `go test ... -args`). The environment variables are what `gpupool run`
 // sets; the flags win.
 var (
-	fleetFlag     = flag.String("gpupool.fleet", os.Getenv("GPUPOOL_FLEET"), "fleet file (default: the candidate's, else the built-in "+DefaultFleet+")")
-	candidateFlag = flag.String("gpupool.candidate", os.Getenv("GPUPOOL_CANDIDATE"), "candidate directory (default: the built-in "+DefaultCandidate+")")
+	fleetFlag     = flag.String("gpupool.fleet", os.Getenv("GPUPOOL_FLEET"), "fleet file (default: the candidate's, else the built-in "+plan.DefaultFleet+")")
+	candidateFlag = flag.String("gpupool.candidate", os.Getenv("GPUPOOL_CANDIDATE"), "candidate directory (default: the built-in "+plan.DefaultCandidate+")")
 )
 
 type runKey struct{}
 
-// From returns the Run a suite's TestMain set up.
-func From(ctx context.Context) *Run {
-	r, _ := ctx.Value(runKey{}).(*Run)
+// From returns the Run the suite's environment set up.
+func From(ctx context.Context) *harness.Run {
+	r, _ := ctx.Value(runKey{}).(*harness.Run)
 	if r == nil {
-		panic("harness.From: no gpupool run in this context; the suite's TestMain must use harness.NewTestEnv")
+		panic("suite.From: no gpupool run in this context; the suite must be declared with suite.New and run by suite.GoTest or suite.RunLinked")
 	}
 	return r
 }
 
-// NewTestEnv returns the e2e-framework environment for a suite package.
+// newTestEnv returns the e2e-framework environment for a suite package.
 //
 // With --kubeconfig (how `gpupool run` calls suites) it attaches to that
 // cluster, which already has the fleet and candidate. Without it the suite
 // brings up its own embedded cluster, provisions it, and destroys it when
 // the tests end, on SIGINT/SIGTERM too.
-func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
+func newTestEnv(funcs Funcs) (env.Environment, error) {
 	cfg, err := envconf.NewFromFlags()
 	if err != nil {
 		return nil, err
@@ -56,18 +58,16 @@ func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 		if skip == nil {
 			skip = map[string][]string{}
 		}
-		skip[checks.LabelProvider] = append(skip[checks.LabelProvider], otherProviders("embedded")...)
+		skip[checks.LabelProvider] = append(skip[checks.LabelProvider], harness.OtherProviders("embedded")...)
 		cfg.WithSkipLabels(skip)
 	}
-	for _, f := range funcs {
-		if f.Parallel {
-			cfg.WithParallelTestEnabled()
-		}
+	if funcs.Parallel {
+		cfg.WithParallelTestEnabled()
 	}
 	testEnv := env.NewWithConfig(cfg)
 	var (
 		provider *cluster.Embedded
-		run      *Run
+		run      *harness.Run
 		stopOnce sync.Once
 	)
 	teardown := func() {
@@ -86,7 +86,7 @@ func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 	}
 
 	testEnv.Setup(func(ctx context.Context, c *envconf.Config) (context.Context, error) {
-		plan, err := Prepare(*fleetFlag, *candidateFlag)
+		pl, err := plan.Prepare(*fleetFlag, *candidateFlag)
 		if err != nil {
 			return ctx, err
 		}
@@ -96,14 +96,14 @@ func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 				return ctx, fmt.Errorf("--kubeconfig %s: %w", kc, err)
 			}
 			rc.QPS, rc.Burst = 200, 400
-			r := &Run{Plan: plan}
+			r := &harness.Run{Plan: pl}
 			if err := r.Attach(&cluster.Cluster{Name: "attached", Kubeconfig: kc, REST: rc}); err != nil {
 				return ctx, err
 			}
 			return context.WithValue(ctx, runKey{}, r), nil
 		}
 
-		provider, err = EmbeddedProvider(NewRunName())
+		provider, err = harness.EmbeddedProvider(harness.NewRunName())
 		if err != nil {
 			return ctx, err
 		}
@@ -115,7 +115,7 @@ func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 			teardown()
 			os.Exit(130)
 		}()
-		r, err := Up(ctx, plan, provider)
+		r, err := harness.Up(ctx, pl, provider)
 		run = r
 		if err != nil {
 			return ctx, err
@@ -123,15 +123,11 @@ func NewTestEnv(funcs ...SuiteFuncs) (env.Environment, error) {
 		c.WithKubeconfigFile(r.Cluster.Kubeconfig)
 		return context.WithValue(ctx, runKey{}, r), nil
 	})
-	for _, f := range funcs {
-		if f.Setup != nil {
-			testEnv.Setup(f.Setup)
-		}
+	if funcs.Setup != nil {
+		testEnv.Setup(funcs.Setup)
 	}
-	for _, f := range funcs {
-		if f.Finish != nil {
-			testEnv.Finish(f.Finish)
-		}
+	if funcs.Finish != nil {
+		testEnv.Finish(funcs.Finish)
 	}
 	testEnv.Finish(func(ctx context.Context, _ *envconf.Config) (context.Context, error) {
 		teardown()

@@ -1,23 +1,21 @@
-// Package harness ties a run together: it loads the fleet and candidate,
-// validates them before anything starts, brings the cluster up, creates the
-// fleet, installs the candidate, and tears it all down again. Suites reach
-// it through e2e-framework (NewTestEnv) and read the Run from the context.
-package harness
+// Package plan loads a run's fleet and candidate and validates them
+// before anything starts: the candidate's GPU Operator config, every node
+// of the fleet, and whether the machine can hold the fleet at all.
+package plan
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // Defaults: built-in manifests, relative to the manifests directory
-// (ManifestPath gives their paths).
+// (dirs.ManifestPath gives their paths).
 const (
 	DefaultFleet     = "fleets/reference.yaml"
 	DefaultCandidate = "candidates/reference"
@@ -45,7 +43,7 @@ type Plan struct {
 func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	var err error
 	if candidateDir == "" {
-		if candidateDir, err = ManifestPath(DefaultCandidate); err != nil {
+		if candidateDir, err = dirs.ManifestPath(DefaultCandidate); err != nil {
 			return nil, err
 		}
 	}
@@ -57,7 +55,7 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 		fleetPath = cand.FleetPath()
 	}
 	if fleetPath == "" {
-		if fleetPath, err = ManifestPath(DefaultFleet); err != nil {
+		if fleetPath, err = dirs.ManifestPath(DefaultFleet); err != nil {
 			return nil, err
 		}
 	}
@@ -101,32 +99,4 @@ func DefaultMIGPartedConfig() (*fakegpu.MIGPartedConfig, error) {
 		return nil, fmt.Errorf("%s: %w", upstream.GPUOperatorFileName(upstream.DefaultMIGPartedConfig), err)
 	}
 	return cfg, nil
-}
-
-// RepoRoot finds the root of the gpupool checkout the working directory is
-// in ($GPUPOOL_ROOT overrides), for ReportsDir. Nothing else depends on a
-// checkout: the default manifests are built in (Manifests).
-func RepoRoot() (string, error) {
-	if r := os.Getenv("GPUPOOL_ROOT"); r != "" {
-		return r, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isGPUPoolModule(data) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("cannot find the gpupool repository root (go.mod of github.com/gpupool/gpupool) above the working directory; set GPUPOOL_ROOT")
-		}
-		dir = parent
-	}
-}
-
-func isGPUPoolModule(gomod []byte) bool {
-	const want = "module github.com/gpupool/gpupool\n"
-	return len(gomod) >= len(want) && string(gomod[:len(want)]) == want
 }

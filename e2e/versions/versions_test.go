@@ -1,4 +1,4 @@
-package harness
+package versions
 
 import (
 	"os"
@@ -14,7 +14,7 @@ func TestVersionsMatchBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"KUBE_VERSION": KubeVersion, "ETCD_VERSION": EtcdVersion, "KWOK_VERSION": KwokVersion, "KIND_VERSION": KindVersion} {
+	for name, want := range map[string]string{"KUBE_VERSION": Kube, "ETCD_VERSION": Etcd, "KWOK_VERSION": Kwok, "KIND_VERSION": Kind} {
 		m := regexp.MustCompile(name + `="\$\{` + name + `:-([^}]+)\}"`).FindSubmatch(data)
 		if m == nil {
 			t.Errorf("hack/lib.sh does not pin %s", name)

@@ -2,10 +2,7 @@ package harness
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,75 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/e2e-framework/pkg/env"
-	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
-
-// SuiteFuncs are env funcs a suite adds around its checks.
-type SuiteFuncs struct {
-	Setup, Finish env.Func
-	// Parallel lets the suite's TestInParallel run its features side by
-	// side (e2e-framework's --parallel, for this suite alone).
-	Parallel bool
-}
-
-type namespaceKey struct{}
-
-// Feature starts the feature for a check with a namespace of its own
-// (Namespace(ctx)) and a teardown that removes every pod the check made,
-// in any namespace, and waits until they are gone so the next check finds
-// the pools empty.
-func Feature(c checks.Check) *features.FeatureBuilder {
-	return c.Feature().
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := From(ctx)
-			b := make([]byte, 3)
-			_, _ = rand.Read(b)
-			name := strings.NewReplacer(".", "-").Replace(c.ID) + "-" + hex.EncodeToString(b)
-			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{workload.LabelCheck: c.ID}}}
-			Own(&ns.ObjectMeta)
-			if _, err := r.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-				t.Fatalf("creating the check's namespace: %v", err)
-			}
-			if err := r.EnsureServiceAccounts(ctx); err != nil {
-				t.Fatalf("creating the check pods' service account: %v", err)
-			}
-			return context.WithValue(ctx, namespaceKey{}, name)
-		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := From(ctx)
-			nsList, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Errorf("cleanup: %v", err)
-				return ctx
-			}
-			var names []string
-			for _, ns := range nsList.Items {
-				names = append(names, ns.Name)
-			}
-			sel := labels.Set{workload.LabelCheck: c.ID}.String()
-			if err := expect.DeletePods(ctx, r.Client, sel, names...); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-			if ns, ok := ctx.Value(namespaceKey{}).(string); ok {
-				_ = r.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-			}
-			return ctx
-		})
-}
-
-// Namespace returns the check's own namespace.
-func Namespace(ctx context.Context) string {
-	ns, _ := ctx.Value(namespaceKey{}).(string)
-	return ns
-}
 
 // IntendedResource is the extended resource tenants of the pool are told
 // to request: what the pool advertises if the GPU stack is configured as
@@ -186,15 +120,6 @@ func (r *Run) PoolNodes(ctx context.Context, pool string, domain *fleet.TrustDom
 	return list.Items, nil
 }
 
-// Allocatable returns a node's allocatable count of an extended resource.
-func Allocatable(n *corev1.Node, resource string) int64 {
-	q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]
-	if !ok {
-		return 0
-	}
-	return q.Value()
-}
-
 // DRADevices are the devices NVIDIA's DRA driver publishes for a node:
 // those of the newest generation of the node's pool (dra-facts §1).
 func (r *Run) DRADevices(ctx context.Context, node string) ([]resourcev1.Device, error) {
@@ -242,32 +167,6 @@ func (r *Run) FirstPool(t *testing.T, mode string) fleet.Pool {
 		t.Skipf("fleet %s has no %s pool", r.Fleet.Metadata.Name, mode)
 	}
 	return pools[0]
-}
-
-// NamespaceFor returns where a check's pod for the pool goes: the trust
-// domain's namespace when the pool is split, else the check's own.
-func (r *Run) NamespaceFor(ctx context.Context, p fleet.Pool) (string, *fleet.TrustDomain, error) {
-	if len(p.TrustDomains) == 0 {
-		return Namespace(ctx), nil, nil
-	}
-	d := p.TrustDomains[0]
-	ns, err := r.TrustNamespace(ctx, d)
-	return ns, &d, err
-}
-
-// WellFormedPod is a pod that follows the whole contract for pool p: its
-// selector and tolerations, RuntimeClass nvidia, one unit of the pool's
-// designed resource, in the right namespace for its trust domain.
-func WellFormedPod(ctx context.Context, r *Run, check string, p fleet.Pool, name string) (*corev1.Pod, error) {
-	res, err := r.IntendedResource(p)
-	if err != nil {
-		return nil, err
-	}
-	ns, domain, err := r.NamespaceFor(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return workload.New(check, ns, name).ForPool(p, domain).GPU(res, 1).Pod, nil
 }
 
 // LayoutAdvertisement is what a node of MIG pool p, at its designed

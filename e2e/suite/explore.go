@@ -1,4 +1,4 @@
-package harness
+package suite
 
 import (
 	"flag"
@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/explore"
 )
 
@@ -23,7 +24,7 @@ var (
 
 // DefaultCorpus holds every counterexample worth keeping, one directory
 // per rule; its cases run before anything is drawn. It is built in:
-// relative to the manifests directory (ManifestPath).
+// relative to the manifests directory (dirs.ManifestPath).
 const DefaultCorpus = "explore/corpus"
 
 // ExploreSettings is how a suite explores.
@@ -60,10 +61,10 @@ func Exploration() (ExploreSettings, error) {
 			return
 		}
 		if s.ReportDir == "" {
-			s.ReportDir = filepath.Join(ReportsDir(), "explore-"+time.Now().UTC().Format("0102-150405"))
+			s.ReportDir = filepath.Join(dirs.ReportsDir(), "explore-"+time.Now().UTC().Format("0102-150405"))
 		}
 		if s.Corpus == "" {
-			if s.Corpus, exploreErr = ManifestPath(DefaultCorpus); exploreErr != nil {
+			if s.Corpus, exploreErr = dirs.ManifestPath(DefaultCorpus); exploreErr != nil {
 				return
 			}
 		}

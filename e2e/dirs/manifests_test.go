@@ -1,4 +1,4 @@
-package harness
+package dirs
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // Manifests() unpacks into CacheDir(): the package's tests get a cache of
 // their own, not the user's.
 func TestMain(m *testing.M) {
-	cache, err := os.MkdirTemp("", "gpupool-harness-test-")
+	cache, err := os.MkdirTemp("", "gpupool-dirs-test-")
 	if err != nil {
 		panic(err)
 	}
@@ -71,7 +71,7 @@ func TestManifestsUnpackTheBuiltInOnes(t *testing.T) {
 		t.Errorf("Manifests() = %s, want %s/<16 hex digits>", dir, base)
 	}
 	sameTree(t, manifests.FS(), dir)
-	for _, rel := range []string{DefaultCandidate, DefaultFleet, DefaultCorpus, "differential", "workloads", "candidates/broken-no-runtimeclass/candidate.yaml"} {
+	for _, rel := range []string{"candidates/reference", "fleets/reference.yaml", "explore/corpus", "differential", "workloads", "candidates/broken-no-runtimeclass/candidate.yaml"} {
 		p, err := ManifestPath(rel)
 		if err != nil {
 			t.Fatal(err)
@@ -136,7 +136,7 @@ func TestTreeHashFollowsTheContents(t *testing.T) {
 	if b, _ := treeHash(os.DirFS(dir)); b != a {
 		t.Errorf("a copy hashes to %s, the original to %s", b, a)
 	}
-	if err := os.WriteFile(filepath.Join(dir, DefaultFleet), []byte("changed"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "fleets/reference.yaml"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := treeHash(os.DirFS(dir)); b == a {
@@ -169,36 +169,5 @@ func TestReportsDir(t *testing.T) {
 	wd, _ := os.Getwd()
 	if got := ReportsDir(); got != filepath.Join(wd, "gpupool-reports") {
 		t.Errorf("outside a checkout: ReportsDir() = %s, want %s/gpupool-reports", got, wd)
-	}
-}
-
-// The defaults need no checkout: a run from any directory gets the
-// built-in candidate and fleet, and the exploration corpus.
-func TestDefaultsOutsideACheckout(t *testing.T) {
-	t.Setenv("GPUPOOL_ROOT", "")
-	t.Chdir(t.TempDir())
-	dir, err := Manifests()
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Prepare("", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(dir, DefaultCandidate); plan.Candidate.Dir != want {
-		t.Errorf("candidate %s, want %s", plan.Candidate.Dir, want)
-	}
-	if !strings.HasPrefix(plan.Fleet.File, dir+string(filepath.Separator)) {
-		t.Errorf("fleet %s, want a built-in one under %s", plan.Fleet.File, dir)
-	}
-	s, err := Exploration()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := filepath.Join(dir, DefaultCorpus); s.Corpus != want {
-		t.Errorf("exploration corpus %s, want %s", s.Corpus, want)
-	}
-	if wd, _ := os.Getwd(); !strings.HasPrefix(s.ReportDir, filepath.Join(wd, "gpupool-reports")+string(filepath.Separator)) {
-		t.Errorf("exploration report dir %s, want one under ./gpupool-reports", s.ReportDir)
 	}
 }

@@ -1,4 +1,4 @@
-package harness
+package dirs
 
 import (
 	"crypto/sha256"
@@ -27,7 +27,7 @@ var manifestsDir = sync.OnceValues(findManifests)
 func Manifests() (string, error) { return manifestsDir() }
 
 // ManifestPath returns a built-in manifest's path: rel is relative to the
-// manifests directory, in slash form (DefaultCandidate, DefaultFleet, ...).
+// manifests directory, in slash form ("candidates/reference").
 func ManifestPath(rel string) (string, error) {
 	dir, err := Manifests()
 	if err != nil {
@@ -112,17 +112,4 @@ func treeHash(fsys fs.FS) (string, error) {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
-}
-
-// ReportsDir is the base directory of a run's reports: reports/out of the
-// gpupool checkout the working directory is in, else ./gpupool-reports.
-func ReportsDir() string {
-	if root, err := RepoRoot(); err == nil {
-		return filepath.Join(root, "reports", "out")
-	}
-	dir, err := filepath.Abs("gpupool-reports")
-	if err != nil {
-		return "gpupool-reports"
-	}
-	return dir
 }
