@@ -8,11 +8,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/gpupool/gpupool/e2e/runner"
+	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/suites"
 )
 
 // newRoot is the command tree, as kubectl, kind and kwokctl build theirs:
@@ -43,7 +48,7 @@ type exitError struct{ code int }
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == suiteExecArg {
+	if len(os.Args) > 2 && os.Args[1] == runner.SuiteArg {
 		os.Exit(suiteExec(os.Args[2], os.Args[3:]))
 	}
 	stopStatus := startStatus()
@@ -74,4 +79,16 @@ func runCLI(root *cobra.Command) int {
 		return 130
 	}
 	return 2
+}
+
+// suiteExec is the child process a run starts for each suite
+// (runner.SuiteArg): it runs the named suite with go test's flags and
+// returns the exit code.
+func suiteExec(name string, args []string) int {
+	ss, err := suites.Select(name)
+	if err != nil || len(ss) != 1 {
+		fmt.Fprintf(os.Stderr, "gpupool %s: %v\n", runner.SuiteArg, err)
+		return 2
+	}
+	return suite.RunLinked(ss[0], args)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
@@ -145,7 +146,7 @@ func mutantsCommand() *cobra.Command {
 		fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\n"+
 			"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d)\nreports: %s\n",
 			harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
-			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.seed, ex.seed, out)
+			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.Seed, ex.Seed, out)
 		writeMutantsSummary(out, killed, total)
 		if killed != total {
 			return exitError{1}
@@ -158,11 +159,6 @@ func mutantsCommand() *cobra.Command {
 func writeMutantsSummary(out string, killed, total int) {
 	_ = os.MkdirAll(out, 0o755)
 	_ = os.WriteFile(filepath.Join(out, "score.txt"), []byte(fmt.Sprintf("%d/%d\n", killed, total)), 0o644)
-}
-
-// runsOn reports whether a check is made on the named provider.
-func runsOn(c checks.Check, provider string) bool {
-	return c.Provider == "" || c.Provider == harness.ProviderName(provider)
 }
 
 // judgeMutant compares the checks a mutant's run failed with the ones it
@@ -232,7 +228,7 @@ func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*
 	want := map[string]bool{}
 	for _, c := range plan.Candidate.Meta.Spec.Breaks {
 		// A check another provider makes cannot fail here.
-		if chk, _ := checks.Lookup(c); runsOn(chk, provider) {
+		if chk, _ := checks.Lookup(c); harness.RunsOn(chk, provider) {
 			want[c] = true
 		}
 	}
@@ -240,7 +236,8 @@ func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*
 		v.result, v.detail = "NOT RUN", "it breaks only checks another provider makes"
 		return v, nil
 	}
-	s, err := execute(ctx, runSpec{id: harness.NewRunName(), plan: plan, suites: suites, out: out, provider: provider, explore: ex, quiet: quiet})
+	s, err := runner.Execute(ctx, runner.Spec{ID: harness.NewRunName(), Plan: plan, Suites: suites, Out: out, Provider: provider,
+		Explore: runner.Exploration(ex), Quiet: quiet, Output: output})
 	if err != nil {
 		return v, err
 	}

@@ -1,28 +1,22 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/dirs"
-	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/scale"
-	"github.com/gpupool/gpupool/reports"
 )
 
 // Built-in defaults, relative to the manifests directory.
@@ -30,14 +24,6 @@ const (
 	defaultScaleFleet = "fleets/scale-1k.yaml"
 	defaultWorkload   = "workloads/gpu-burst.yaml"
 )
-
-// scaleRun is one fleet size of a scale benchmark.
-type scaleRun struct {
-	Label  string        `json:"label"`
-	Fleet  string        `json:"fleetFile"`
-	Result *scale.Result `json:"result"`
-	Error  string        `json:"error,omitempty"`
-}
 
 func scaleCommand() *cobra.Command {
 	c := &cobra.Command{Use: "scale", Short: "put fleets of thousands of GPU nodes under scheduler pressure; measure, check the contract in bulk", Args: cobra.NoArgs}
@@ -109,7 +95,7 @@ func scaleCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.CheckPools(poolInfos(pl)); err != nil {
+			if err := w.CheckPools(runner.PoolInfos(pl)); err != nil {
 				return err
 			}
 			if sizes != nil {
@@ -132,7 +118,7 @@ func scaleCommand() *cobra.Command {
 		}
 		if existing != nil && candidate == "" {
 			// As configured: the cluster's config, read once, for every fleet.
-			snap, err := snapshotCluster(ctx, existing, filepath.Join(dir, "cluster-config"))
+			snap, err := runner.SnapshotCluster(ctx, existing, filepath.Join(dir, "cluster-config"), logf)
 			if err != nil {
 				return err
 			}
@@ -142,7 +128,7 @@ func scaleCommand() *cobra.Command {
 				}
 			}
 		}
-		var runs []scaleRun
+		var runs []runner.ScaleRun
 		failed := false
 		tuning := cluster.ScaleTuning()
 		tuning.APIServerMemoryLimit = *memLimit
@@ -153,13 +139,9 @@ func scaleCommand() *cobra.Command {
 		for i, j := range jobs {
 			label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
 			name := fmt.Sprintf("%s-%d", runID, i)
-			var res *scale.Result
-			if existing != nil {
-				res, err = scaleAttached(ctx, name, j.plan, j.w, existing, candidate != "")
-			} else {
-				res, err = scaleOne(ctx, name, j.plan, j.w, tuning, profileDir)
-			}
-			run := scaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
+			res, err := runner.Scale(ctx, runner.ScaleSpec{Name: name, Plan: j.plan, Workload: j.w,
+				Existing: existing, InstallCandidate: candidate != "", Tuning: tuning, ProfileDir: profileDir, Output: output})
+			run := runner.ScaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 			if err != nil {
 				run.Error = err.Error()
 				logf("%s: %v", label, err)
@@ -170,8 +152,12 @@ func scaleCommand() *cobra.Command {
 				break
 			}
 		}
-		figures := writeScaleReport(dir, runs)
-		printFigures(figures)
+		figures, err := runner.WriteScaleReport(dir, runs)
+		if err != nil {
+			logf("writing the scale report: %v", err)
+		}
+		setPhase("")
+		runner.PrintScaleFigures(os.Stdout, figures)
 		for _, r := range runs {
 			if r.Result == nil {
 				continue
@@ -268,213 +254,5 @@ func nonEmpty(g string, m []string, err error) ([]string, error) {
 	return m, nil
 }
 
-// poolInfos describes the fleet's pools for workload validation.
-func poolInfos(plan *plan.Plan) map[string]scale.PoolInfo {
-	r := &harness.Run{Plan: plan}
-	out := map[string]scale.PoolInfo{}
-	for _, p := range plan.Fleet.Spec.Pools {
-		info := scale.PoolInfo{GPU: p.GPU()}
-		if p.GPU() {
-			info.Resource, _ = r.IntendedResource(p)
-		}
-		out[p.Name] = info
-	}
-	return out
-}
-
 // goMemLimit is the form the Go runtime takes for GOMEMLIMIT.
 var goMemLimit = regexp.MustCompile(`^([0-9]+(B|KiB|MiB|GiB|TiB)?|off)$`)
-
-// scaleUp tunes bring-up for fleets of thousands of nodes.
-var scaleUp = harness.UpOptions{
-	Fleet:                     fleet.CreateOptions{Workers: 64, ReadyTimeout: 5 * time.Minute},
-	SyncTimeout:               5 * time.Minute,
-	GPUStackWorkers:           8,
-	JoinAdvertised:            true,
-	GPUStackSkipDeviceRecords: true,
-}
-
-// scaleAttached joins one fleet to an existing cluster as simulated nodes,
-// runs the workload there and removes everything the run made.
-func scaleAttached(ctx context.Context, name string, plan *plan.Plan, w *scale.Workload, e *cluster.Existing, installCandidate bool) (*scale.Result, error) {
-	logf("scale run %s: fleet %s (%d nodes) joining %s, workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
-	setPhase("scale: fleet %s (%d nodes) joining %s, workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
-	harness.SetRunID(name)
-	var snapshot scale.APISnapshot
-	up := scaleUp
-	r, err := harness.AttachTo(ctx, plan, e, harness.AttachOptions{InstallCandidate: installCandidate, SimulatePools: true, Up: up})
-	if r != nil && r.Cluster != nil {
-		defer func() {
-			defer r.Stop()
-			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			n, err := harness.RemoveOwned(dctx, r.Cluster.REST, name, 4*time.Minute)
-			if err != nil {
-				logf("removing what scale run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", name, r.Cluster.Name, err, e.Kubeconfig)
-				return
-			}
-			logf("removed the %d objects scale run %s made in %s", n, name, r.Cluster.Name)
-		}()
-	}
-	if err != nil {
-		return nil, err
-	}
-	// The apiserver's counters before the workload (bring-up is in the
-	// joined fleet's figures, not the API totals, on a shared cluster).
-	if snapshot, err = scale.Snapshot(ctx, r.Client); err != nil {
-		return nil, err
-	}
-	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{Log: logf,
-		Labels: map[string]string{harness.LabelRun: name}, NodeSelector: map[string]string{harness.LabelRun: name}})
-	if err != nil {
-		return nil, err
-	}
-	res, err := runner.Run(ctx, r.FleetStats, snapshot)
-	if res != nil {
-		res.Candidate = plan.Candidate.Name
-	}
-	return res, err
-}
-
-// scaleOne brings up a tuned cluster for one fleet, runs the workload and
-// removes the cluster, whatever happens.
-func scaleOne(ctx context.Context, name string, plan *plan.Plan, w *scale.Workload, tuning cluster.Tuning, profileDir string) (*scale.Result, error) {
-	logf("scale run %s: fleet %s (%d nodes), workload %s", name, plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
-	setPhase("scale: fleet %s (%d nodes), workload %s", plan.Fleet.Metadata.Name, plan.Fleet.TotalNodes(), w.Metadata.Name)
-	provider, err := harness.TunedProvider(name, tuning)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := provider.Down(dctx); err != nil {
-			logf("tearing down %s: %v", name, err)
-		} else {
-			logf("cluster %s removed", name)
-		}
-	}()
-	var snapshot scale.APISnapshot
-	up := scaleUp
-	up.BeforeProvision = func(r *harness.Run) error {
-		s, err := scale.Snapshot(ctx, r.Client)
-		snapshot = s
-		return err
-	}
-	r, err := harness.UpWith(ctx, plan, provider, up)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Stop()
-	runner, err := scale.NewRunner(ctx, r.Client, plan.Fleet, w, r, name, scale.Options{ClusterDir: provider.Dir(), ProfileDir: profileDir, Log: logf})
-	if err != nil {
-		return nil, err
-	}
-	res, err := runner.Run(ctx, r.FleetStats, snapshot)
-	if res != nil {
-		res.Candidate = plan.Candidate.Name
-	}
-	return res, err
-}
-
-func printFigures(figs []scale.Figure) {
-	setPhase("")
-	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nRUN\tFIGURE\tVALUE\tTARGET\t\tANCHOR")
-	for _, f := range figs {
-		mark := ""
-		if f.Met != nil {
-			mark = "MET"
-			if !*f.Met {
-				mark = "MISSED"
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\t%s\n", f.Run, f.Name, formatValue(f.Value), f.Unit, f.Target, mark, f.Anchor)
-	}
-	tw.Flush()
-}
-
-func formatValue(v float64) string {
-	switch {
-	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
-	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
-
-// writeScaleReport writes scale.json and scale.html (tables and plots in
-// one file) and returns the figures.
-func writeScaleReport(dir string, runs []scaleRun) []scale.Figure {
-	var figs []scale.Figure
-	var throughput []reports.Series
-	var groups []string
-	lat := map[string]*reports.Series{}
-	latOrder := []string{}
-	for _, r := range runs {
-		if r.Result == nil {
-			continue
-		}
-		figs = append(figs, scale.Figures(r.Label, r.Result)...)
-		groups = append(groups, r.Label)
-		for _, ph := range r.Result.Phases {
-			if ph.Kind == scale.KindFill {
-				continue // the harness placed them: no scheduler figures
-			}
-			if ph.Kind == scale.KindBurst {
-				throughput = append(throughput, reports.Series{Name: r.Label + " " + ph.Name, Points: ph.ThroughputSeries})
-			}
-			for _, q := range []struct {
-				n string
-				v float64
-			}{{"Perc50", ph.CreateToScheduled.Perc50}, {"Perc90", ph.CreateToScheduled.Perc90}, {"Perc99", ph.CreateToScheduled.Perc99}} {
-				key := ph.Name + " " + q.n
-				if lat[key] == nil {
-					lat[key] = &reports.Series{Name: key}
-					latOrder = append(latOrder, key)
-				}
-				lat[key].Points = append(lat[key].Points, q.v)
-			}
-		}
-	}
-	var latSeries []reports.Series
-	for _, k := range latOrder {
-		latSeries = append(latSeries, *lat[k])
-	}
-	b, _ := json.MarshalIndent(map[string]any{"runs": runs, "figures": figs}, "", "  ")
-	if err := os.WriteFile(filepath.Join(dir, "scale.json"), b, 0o644); err != nil {
-		logf("writing scale.json: %v", err)
-	}
-	var table strings.Builder
-	table.WriteString("<h2>Figures</h2><table><tr><th>run</th><th>figure</th><th>value</th><th>target</th><th>anchor</th></tr>")
-	for _, f := range figs {
-		cls := ""
-		if f.Met != nil {
-			cls = map[bool]string{true: "met", false: "miss"}[*f.Met]
-		}
-		fmt.Fprintf(&table, "<tr><td>%s</td><td>%s</td><td class=%q>%s %s</td><td>%s</td><td>%s</td></tr>", html.EscapeString(f.Run), html.EscapeString(f.Name), cls, formatValue(f.Value), f.Unit, html.EscapeString(f.Target), html.EscapeString(f.Anchor))
-	}
-	table.WriteString("</table>")
-	var contract strings.Builder
-	contract.WriteString("<h2>Contract under pressure</h2><table><tr><th>run</th><th>phase</th><th>pods checked</th><th>scheduled</th><th>violations</th><th>Pending by contract reason</th></tr>")
-	for _, r := range runs {
-		if r.Result == nil {
-			fmt.Fprintf(&contract, "<tr><td>%s</td><td colspan=5>%s</td></tr>", html.EscapeString(r.Label), html.EscapeString(r.Error))
-			continue
-		}
-		for _, ph := range r.Result.Phases {
-			fmt.Fprintf(&contract, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>", html.EscapeString(r.Label), ph.Name, ph.Contract.Pods, ph.Contract.Scheduled, ph.Contract.Violations, html.EscapeString(fmt.Sprint(ph.Contract.Pending)))
-		}
-	}
-	contract.WriteString("</table>")
-	page := reports.HTMLPage("gpupool scale benchmark",
-		table.String(),
-		"<h2>SchedulingThroughput over time</h2>"+reports.LineChart("pods bound per second (burst)", "seconds since the first create", "pods/s", throughput),
-		"<h2>Create→scheduled latency</h2>"+reports.BarChart("create→scheduled percentiles per fleet", "seconds", groups, latSeries),
-		contract.String())
-	if err := os.WriteFile(filepath.Join(dir, "scale.html"), []byte(page), 0o644); err != nil {
-		logf("writing scale.html: %v", err)
-	}
-	return figs
-}

@@ -113,6 +113,11 @@ func ProviderName(provider string) string {
 	return provider
 }
 
+// RunsOn reports whether a check is made on the named provider.
+func RunsOn(c checks.Check, provider string) bool {
+	return c.Provider == "" || c.Provider == ProviderName(provider)
+}
+
 // OtherProvidersLabels is the e2e-framework --skip-labels value that skips
 // checks made for other providers than the named one.
 func OtherProvidersLabels(provider string) string {

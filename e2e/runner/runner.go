@@ -1,0 +1,280 @@
+// Package runner runs a plan against a cluster and writes the run
+// directory. It brings the cluster up (or attaches to one gpupool did not
+// make) and removes it, or what the run made in it, whatever happens. In
+// between, a contract run (Execute) runs each suite in a child process of
+// the binary and turns its test2json output into the events, the summary
+// and the reports; a scale run (Scale) drives a workload through the
+// fleet and writes its figures (WriteScaleReport).
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/reports"
+)
+
+// Spec is one run: a validated plan, built suites, where reports go.
+type Spec struct {
+	// ID names the run, and the cluster it brings up.
+	ID     string
+	Plan   *plan.Plan
+	Suites []*suite.Suite
+	// Out is the run directory.
+	Out  string
+	Keep bool
+	// Provider names the cluster provider ("" = embedded).
+	Provider string
+	Explore  Exploration
+	// Quiet: no line per finished check (runs side by side would
+	// interleave them).
+	Quiet bool
+	// Existing is a cluster gpupool did not make (--kubeconfig): the run
+	// installs the candidate there only with InstallCandidate, and
+	// removes every object it made. DisruptiveNodes are the nodes its
+	// disruptive checks may change (none: they are skipped).
+	Existing         *cluster.Existing
+	InstallCandidate bool
+	SimulatePools    bool
+	DisruptiveNodes  string
+	Output
+}
+
+// Output is where a run's progress goes: Log prints a line, Phase says
+// what the run does now (the CLI's status line). Either may be nil.
+type Output struct {
+	Log, Phase func(format string, args ...any)
+}
+
+func (o Output) logf(format string, args ...any) {
+	if o.Log != nil {
+		o.Log(format, args...)
+	}
+}
+
+func (o Output) phase(format string, args ...any) {
+	if o.Phase != nil {
+		o.Phase(format, args...)
+	}
+}
+
+// Exploration is how the exploration suite draws its pods.
+type Exploration struct {
+	// Seed replays a run's shapes (0: the suite draws one).
+	Seed uint64
+	// Budget per rule, as explore.ParseBudget reads it ("": the default).
+	Budget string
+}
+
+// args are the suite-binary flags that carry the settings.
+func (e Exploration) args(reportDir string) []string {
+	// The suite runs in its package directory: a relative --out would land
+	// there.
+	if abs, err := filepath.Abs(reportDir); err == nil {
+		reportDir = abs
+	}
+	out := []string{"--gpupool.report-dir", reportDir}
+	if e.Seed != 0 {
+		out = append(out, "--gpupool.explore-seed", strconv.FormatUint(e.Seed, 10))
+	}
+	if e.Budget != "" {
+		out = append(out, "--gpupool.explore-budget", e.Budget)
+	}
+	return out
+}
+
+// Execute brings up a cluster for the plan (or attaches to spec.Existing),
+// runs the suites against it, writes the reports into spec.Out and removes
+// the cluster, or what the run made in it, whatever happens. A setup that
+// failed is in the summary's errors; the error is for a run that could
+// not report.
+func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
+	started := time.Now()
+	pl := spec.Plan
+	spec.logf("run %s: candidate %s, fleet %s", spec.ID, pl.Candidate.Dir, pl.Fleet.File)
+	var provider harness.Provider
+	if spec.Existing == nil {
+		// First, so a machine without the control plane gets no report
+		// directory, only the error saying where the binaries come from.
+		var err error
+		if provider, err = harness.NewProvider(spec.Provider, spec.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
+		return nil, err
+	}
+	if spec.Existing != nil {
+		return executeAttached(ctx, spec, started)
+	}
+	defer func() {
+		if spec.Keep && ctx.Err() == nil {
+			spec.logf("cluster %s kept; remove it with 'gpupool down'", spec.ID)
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		spec.phase("removing cluster %s", spec.ID)
+		if err := provider.Down(dctx); err != nil {
+			spec.logf("tearing down %s: %v", spec.ID, err)
+		} else {
+			spec.logf("cluster %s removed", spec.ID)
+		}
+	}()
+	if spec.Keep {
+		provider.Detach()
+	}
+	summary := newSummary(spec, provider.Kind(), started)
+	spec.phase("bringing up the %s cluster, installing candidate %s, creating fleet %s", provider.Kind(), pl.Candidate.Name, pl.Fleet.Metadata.Name)
+	r, err := harness.Up(ctx, pl, provider)
+	if err != nil {
+		if ctx.Err() != nil {
+			// The signal, not the step it cut short, is what happened.
+			err = fmt.Errorf("interrupted (%v) during setup; the cluster is removed", ctx.Err())
+		}
+		summary.Errors = append(summary.Errors, "setup: "+err.Error())
+		return summary, finish(summary, nil, spec.Out, started)
+	}
+	defer r.Stop()
+	return runSuites(ctx, spec, r, provider.Kind(), summary, started)
+}
+
+func newSummary(spec Spec, provider string, started time.Time) *reports.Summary {
+	pl := spec.Plan
+	return &reports.Summary{
+		RunID: spec.ID, StartedAt: started, Provider: provider,
+		Candidate: reports.Ref{Name: pl.Candidate.Name, Path: pl.Candidate.Dir, Fingerprint: pl.Candidate.Fingerprint()},
+		Fleet:     reports.Ref{Name: pl.Fleet.Metadata.Name, Path: pl.Fleet.File},
+	}
+}
+
+// executeAttached is Execute on a cluster gpupool did not make: it
+// installs nothing unless asked, and removes every object the run made in
+// it, whatever happens.
+func executeAttached(ctx context.Context, spec Spec, started time.Time) (*reports.Summary, error) {
+	harness.SetRunID(spec.ID)
+	summary := newSummary(spec, spec.Existing.Kind(), started)
+	var r *harness.Run
+	defer func() {
+		if r == nil || r.Cluster == nil {
+			return
+		}
+		// Objects first, while the run's kwok still finishes its pods'
+		// deletion; then the run's own controllers.
+		defer r.Stop()
+		spec.phase("removing what run %s made in %s", spec.ID, r.Cluster.Name)
+		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		n, err := harness.RemoveOwned(dctx, r.Cluster.REST, spec.ID, 2*time.Minute)
+		if err != nil {
+			spec.logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", spec.ID, r.Cluster.Name, err, spec.Existing.Kubeconfig)
+			return
+		}
+		spec.logf("removed the %d objects run %s made in %s", n, spec.ID, r.Cluster.Name)
+	}()
+	var err error
+	spec.phase("attaching to %s", spec.Existing.Kubeconfig)
+	r, err = harness.AttachTo(ctx, spec.Plan, spec.Existing, harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools})
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("interrupted (%v) during setup", ctx.Err())
+		}
+		summary.Errors = append(summary.Errors, "setup: "+err.Error())
+		return summary, finish(summary, nil, spec.Out, started)
+	}
+	return runSuites(ctx, spec, r, spec.Existing.Kind(), summary, started)
+}
+
+// runSuites runs the suites one at a time against the run's cluster and
+// writes the reports.
+func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, summary *reports.Summary, started time.Time) (*reports.Summary, error) {
+	summary.Components = r.Cluster.Components
+	extra := spec.Explore.args(filepath.Join(spec.Out, "counterexamples"))
+	extra = append(extra, "--gpupool.run-id", spec.ID)
+	if spec.SimulatePools {
+		extra = append(extra, "--gpupool.simulated-pools")
+	}
+	if spec.Existing != nil && spec.DisruptiveNodes != "" {
+		extra = append(extra, "--gpupool.disruptive-nodes", spec.DisruptiveNodes)
+	}
+	skip := harness.OtherProvidersLabels(provider)
+	if spec.Existing != nil && !spec.SimulatePools && spec.DisruptiveNodes == "" {
+		skip += "," + checks.LabelDisruptive + "=true"
+	}
+	events := filepath.Join(spec.Out, "events.json")
+	ef, err := os.Create(events)
+	if err != nil {
+		return nil, err
+	}
+	progress := spec.Log
+	if spec.Quiet {
+		progress = nil
+	}
+	for i, s := range spec.Suites {
+		what := fmt.Sprintf("suite %s (%d of %d)", s.Name, i+1, len(spec.Suites))
+		if s.Name == "explore" && spec.Explore.Budget != "0" {
+			what += ": exploring each rule within its budget"
+		}
+		spec.phase("%s", what)
+		if err := runSuite(ctx, s, r, skip, extra, progress, ef); err != nil {
+			summary.Errors = append(summary.Errors, err.Error())
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	ef.Close()
+	res, err := readEvents(events)
+	if err != nil {
+		return nil, err
+	}
+	summary.Exploration = exploration(spec)
+	return summary, finish(summary, res, spec.Out, started)
+}
+
+// exploration records the run's exploration settings and the
+// counterexamples its checks wrote.
+func exploration(spec Spec) *reports.Exploration {
+	e := &reports.Exploration{Seed: spec.Explore.Seed, Budget: spec.Explore.Budget}
+	if e.Budget == "" {
+		e.Budget = "default"
+	}
+	files, _ := filepath.Glob(filepath.Join(spec.Out, "counterexamples", "*.yaml"))
+	for _, f := range files {
+		if rel, err := filepath.Rel(spec.Out, f); err == nil {
+			e.Counterexamples = append(e.Counterexamples, rel)
+		}
+	}
+	return e
+}
+
+// SnapshotCluster writes the config the cluster runs now into dir, as the
+// candidate a run checks it against, and returns dir.
+func SnapshotCluster(ctx context.Context, e *cluster.Existing, dir string, logf func(format string, args ...any)) (string, error) {
+	c, err := e.Up(ctx)
+	if err != nil {
+		return "", err
+	}
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		return "", err
+	}
+	cand, err := candidate.Snapshot(ctx, dyn, dir, c.REST.Host)
+	if err != nil {
+		return "", err
+	}
+	logf("cluster %s as configured: %d objects of GPU pool config read into %s (%s)", c.Name, len(cand.Objects), dir, cand.Fingerprint())
+	return dir, nil
+}
