@@ -60,12 +60,14 @@ build-kind: build docker
 conformance-kind: build-kind
 	$(BIN) run --provider kind $(RUN_FLAGS)
 
-## The kind path end to end: the reference passes every check on kind, and
-## each kind-only check fails on a candidate that breaks it.
+## The kind path end to end: the reference passes every check on kind, each
+## kind-only check fails on a candidate that breaks it, and simulated pools
+## joined to a cluster run their stack inside it.
 KIND_MUTANTS := manifests/candidates/broken-no-fail-requests-greater-than-one,manifests/candidates/broken-default-timesliced,manifests/candidates/broken-device-plugin-disabled
 test-kind: build-kind
 	$(BIN) run --provider kind --out reports/out/test-kind
 	$(BIN) mutants --provider kind --suites ./suites/kubelet --candidates $(KIND_MUTANTS) --out reports/out/test-kind-mutants
+	go test -tags 'e2e kind' -count=1 -timeout 20m -run TestSimulatedStackRunsInTheCluster ./cmd/gpupool/
 
 ## The scale path at small size (200 nodes, about 1,000 pods, a short churn):
 ## asserts the contract in bulk and that the run completes, never a speed.

@@ -213,6 +213,8 @@ spec:
 		{"malformed fleet", []string{"--fleet", malformed}, []string{malformed, "malformed fleet"}},
 		{"candidate object without a name", []string{"--candidate", badCandidate}, []string{"10-rc.yaml", "document 1", "metadata.name: required"}},
 		{"missing candidate", []string{"--candidate", filepath.Join(tmp, "nope")}, []string{"nope", "no such file"}},
+		{"stack images without simulated pools", []string{"--kwok-image", "k:1", "--fakegpu-image", "f:1"}, []string{"--kwok-image and --fakegpu-image", "go with --kubeconfig and --simulate-pools"}},
+		{"half a stack in the cluster", []string{"--kubeconfig", malformed, "--simulate-pools", "--kwok-image", "k:1"}, []string{"--kwok-image and --fakegpu-image go together"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := gpupool(t, append([]string{"run"}, tc.args...)...)
@@ -690,6 +692,9 @@ func clusterObjects(t *testing.T, kubeconfig string) []string {
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 		{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"},
+		{Group: "apps", Version: "v1", Resource: "deployments"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
 	} {
 		list, err := dyn.Resource(gvr).List(context.Background(), metav1.ListOptions{})
 		require.NoError(t, err, gvr.Resource)

@@ -35,12 +35,14 @@ type runFlags struct {
 type targetFlags struct {
 	kubeconfig, context, disruptiveNodes string
 	simulate                             bool
+	kwokImage, fakegpuImage              string
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&t.kubeconfig, "kubeconfig", "", "check this existing cluster instead of bringing one up: as configured (nothing installed) unless --candidate is given, then the candidate is installed first and removed after; its nodes must carry gpupool.dev/pool=<pool>")
 	fs.StringVar(&t.context, "context", "", "the kubeconfig context to use (default its current one)")
-	fs.BoolVar(&t.simulate, "simulate-pools", false, "with --kubeconfig: join the fleet to the cluster as simulated nodes (a kwok and a fakegpu controller run here for them alone) instead of checking the nodes it has")
+	fs.BoolVar(&t.simulate, "simulate-pools", false, "with --kubeconfig: join the fleet to the cluster as simulated nodes (a kwok and a fakegpu controller run here for them alone, or in the cluster with --kwok-image and --fakegpu-image) instead of checking the nodes it has")
+	t.registerStackImages(fs)
 	fs.StringVar(&t.disruptiveNodes, "disruptive-nodes", "", "with --kubeconfig: the nodes disruptive checks (device plugin down, Xid, MIG relabel) may change, comma-separated; without it they are skipped")
 }
 
@@ -126,6 +128,10 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan,
 	if err != nil {
 		return nil, nil, "", err
 	}
+	stack, err := f.target.stackImages()
+	if err != nil {
+		return nil, nil, "", err
+	}
 	candidateDir := absOrEmpty(f.candidate)
 	if existing != nil && candidateDir == "" {
 		// As configured: the cluster's own config is the candidate.
@@ -152,7 +158,7 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan,
 		logf("exploration: seed %d, %d shapes per rule within %s (replay with --explore-seed %d)", f.explore.Seed, budget.Shapes, budget.Time, f.explore.Seed)
 	}
 	s, err := runner.Execute(ctx, runner.Spec{ID: runID, Plan: pl, Suites: suites, Out: out, Keep: f.keep, Provider: f.provider, Explore: runner.Exploration(f.explore),
-		Existing: existing, InstallCandidate: f.candidate != "", SimulatePools: f.target.simulate, DisruptiveNodes: f.target.disruptiveNodes,
+		Existing: existing, InstallCandidate: f.candidate != "", SimulatePools: f.target.simulate, StackImages: stack, DisruptiveNodes: f.target.disruptiveNodes,
 		Output: output})
 	return s, pl, out, err
 }
@@ -189,6 +195,28 @@ func suiteNames() string {
 		names = append(names, s.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// registerStackImages adds the flags that run simulated pools' stack in
+// the cluster.
+func (t *targetFlags) registerStackImages(fs *pflag.FlagSet) {
+	fs.StringVar(&t.kwokImage, "kwok-image", "", "with --simulate-pools and --fakegpu-image: run the simulated pools' kwok controller in the cluster from this image (gpupool/kwok, built by hack/build-kind-images.sh), pulled by the cluster's nodes")
+	fs.StringVar(&t.fakegpuImage, "fakegpu-image", "", "with --simulate-pools and --kwok-image: run the simulated pools' fakegpu controller in the cluster from this image (gpupool/fakegpu-controller)")
+}
+
+// stackImages returns the images of a simulated stack that runs in the
+// cluster, or nil when it runs in this process.
+func (t targetFlags) stackImages() (*harness.StackImages, error) {
+	if t.kwokImage == "" && t.fakegpuImage == "" {
+		return nil, nil
+	}
+	if !t.simulate {
+		return nil, errors.New("--kwok-image and --fakegpu-image run simulated pools' stack in the cluster: they go with --kubeconfig and --simulate-pools")
+	}
+	if t.kwokImage == "" || t.fakegpuImage == "" {
+		return nil, errors.New("--kwok-image and --fakegpu-image go together: the simulated stack runs in the cluster whole or not at all")
+	}
+	return &harness.StackImages{Kwok: t.kwokImage, FakeGPU: t.fakegpuImage}, nil
 }
 
 // existing returns the cluster --kubeconfig names, or nil.

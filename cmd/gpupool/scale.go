@@ -37,6 +37,7 @@ func scaleCommand() *cobra.Command {
 	var target targetFlags
 	fs.StringVar(&target.kubeconfig, "kubeconfig", "", "run on this existing cluster (a real, multi-node control plane) instead of an embedded one: each fleet joins it as simulated nodes, with its GPU pool config as configured unless --candidate is given; all removed after")
 	fs.StringVar(&target.context, "context", "", "the kubeconfig context to use (default its current one)")
+	target.registerStackImages(fs)
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -59,6 +60,10 @@ func scaleCommand() *cobra.Command {
 		}
 		target.simulate = target.kubeconfig != ""
 		existing, err := target.existing("")
+		if err != nil {
+			return err
+		}
+		stack, err := target.stackImages()
 		if err != nil {
 			return err
 		}
@@ -140,7 +145,7 @@ func scaleCommand() *cobra.Command {
 			label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
 			name := fmt.Sprintf("%s-%d", runID, i)
 			res, err := runner.Scale(ctx, runner.ScaleSpec{Name: name, Plan: j.plan, Workload: j.w,
-				Existing: existing, InstallCandidate: candidate != "", Tuning: tuning, ProfileDir: profileDir, Output: output})
+				Existing: existing, InstallCandidate: candidate != "", StackImages: stack, Tuning: tuning, ProfileDir: profileDir, Output: output})
 			run := runner.ScaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 			if err != nil {
 				run.Error = err.Error()

@@ -12,7 +12,7 @@ import (
 // The in-cluster kwok configuration, from kwok's typed structs: what the
 // hand-written YAML said, then every default Stage.
 func TestKwokConfig(t *testing.T) {
-	cfg, err := kwokConfig()
+	cfg, err := kwokConfig("")
 	require.NoError(t, err)
 	docs := strings.Split(cfg, "\n---\n")
 	require.Len(t, docs, 1+len(kwokDefaultStages))
@@ -30,4 +30,14 @@ func TestKwokConfig(t *testing.T) {
 	for _, d := range docs[1:] {
 		assert.Contains(t, d, "kind: Stage")
 	}
+
+	// Simulated pools joined to a cluster gpupool did not make: the run's
+	// nodes, by label, and no annotation selector beside it.
+	cfg, err = kwokConfig("gpupool.dev/run=r-1")
+	require.NoError(t, err)
+	c = nil
+	require.NoError(t, yaml.Unmarshal([]byte(strings.Split(cfg, "\n---\n")[0]), &c))
+	opts = c["options"].(map[string]any)
+	assert.Equal(t, "gpupool.dev/run=r-1", opts["manageNodesWithLabelSelector"])
+	assert.Nil(t, opts["manageNodesWithAnnotationSelector"])
 }

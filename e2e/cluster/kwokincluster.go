@@ -28,10 +28,10 @@ const (
 )
 
 // kwokConfig is the in-cluster kwok controller's configuration, from
-// kwok's typed config/v1alpha1: only nodes annotated as fake are its (the
-// kind node has a real kubelet), with the Stages kwokctl gives the
-// embedded cluster.
-func kwokConfig() (string, error) {
+// kwok's typed config/v1alpha1, with the Stages kwokctl gives the embedded
+// cluster. It manages the nodes labelSelector selects, or with "" the
+// nodes annotated as fake (the kind node has a real kubelet).
+func kwokConfig(labelSelector string) (string, error) {
 	no, yes := false, true
 	c := kwokv1alpha1.KwokConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: kwokv1alpha1.GroupVersion.String(), Kind: kwokv1alpha1.KwokConfigurationKind},
@@ -49,6 +49,10 @@ func kwokConfig() (string, error) {
 			CIDR:                            "10.0.0.0/16",
 		},
 	}
+	if labelSelector != "" {
+		c.Options.ManageNodesWithAnnotationSelector = ""
+		c.Options.ManageNodesWithLabelSelector = labelSelector
+	}
 	b, err := yaml.Marshal(c)
 	if err != nil {
 		return "", err
@@ -60,14 +64,21 @@ func kwokConfig() (string, error) {
 	return strings.Join(docs, "\n---\n"), nil
 }
 
+// KwokObjects are the objects that run a kwok controller in a cluster as a
+// Deployment named name in namespace, from image, managing the nodes
+// labelSelector selects ("": those annotated kwok.x-k8s.io/node=fake).
+func KwokObjects(name, namespace, image, pullPolicy, labelSelector string) ([]runtime.Object, error) {
+	config, err := kwokConfig(labelSelector)
+	if err != nil {
+		return nil, err
+	}
+	return incluster.Render(incluster.KwokController, incluster.Params{Name: name, Namespace: namespace, Image: image, PullPolicy: pullPolicy, Config: config})
+}
+
 // installKwok runs the kwok controller in the cluster from a local image
 // and waits until it is available.
 func installKwok(ctx context.Context, client kubernetes.Interface, image string, timeout time.Duration) error {
-	config, err := kwokConfig()
-	if err != nil {
-		return err
-	}
-	objs, err := incluster.Render(incluster.KwokController, incluster.Params{Name: kwokName, Namespace: kwokNamespace, Image: image, Config: config})
+	objs, err := KwokObjects(kwokName, kwokNamespace, image, "", "")
 	if err != nil {
 		return err
 	}
@@ -181,6 +192,8 @@ func CreateIfMissing(ctx context.Context, client kubernetes.Interface, objs ...r
 		var err error
 		opts := metav1.CreateOptions{}
 		switch o := o.(type) {
+		case *corev1.Namespace:
+			_, err = client.CoreV1().Namespaces().Create(ctx, o, opts)
 		case *corev1.ServiceAccount:
 			_, err = client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
 		case *corev1.ConfigMap:

@@ -37,6 +37,10 @@ type AttachOptions struct {
 	// a fakegpu controller this process runs for them alone. Without it the
 	// cluster's own nodes must form the fleet's pools.
 	SimulatePools bool
+	// StackImages, with SimulatePools, run the simulated stack in the
+	// cluster instead of in this process: images of the kwok controller and
+	// of cmd/fakegpu-controller that the cluster's nodes can pull.
+	StackImages *StackImages
 	// Up tunes the simulated pools' bring-up as it tunes a cluster's
 	// (scale runs).
 	Up UpOptions
@@ -142,25 +146,36 @@ func simulatedNodePrefix() string {
 }
 
 // simulatePools joins the fleet as simulated nodes carrying the run's
-// label, with a kwok controller and a fakegpu controller for them alone,
-// and waits until they advertise the GPU Operator config the cluster has.
+// label, with a kwok controller and a fakegpu controller for them alone
+// (in this process, or with StackImages in the cluster), and waits until
+// they advertise the GPU Operator config the cluster has.
 func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 	if !opt.SimulatePools {
 		return nil
 	}
 	r.simulatedPools = true
 	sel := LabelRun + "=" + RunID()
-	k, err := cluster.StartKwok(filepath.Join(dirs.CacheDir(), "kwok-"+versions.Kwok, "kwok"), r.Cluster.Kubeconfig, sel)
-	if err != nil {
-		return err
-	}
-	r.kwok = k
-	if err := r.startGPUStack(ctx); err != nil {
-		return err
+	if opt.StackImages != nil {
+		start := time.Now()
+		if err := r.installSimulatedStack(ctx, *opt.StackImages, sel); err != nil {
+			return err
+		}
+		r.Log("simulated stack: kwok and fakegpu controllers running in %s (namespace %s) after %s", r.Cluster.Name, simulatedStackName(), time.Since(start).Round(time.Millisecond))
+	} else {
+		k, err := cluster.StartKwok(filepath.Join(dirs.CacheDir(), "kwok-"+versions.Kwok, "kwok"), r.Cluster.Kubeconfig, sel)
+		if err != nil {
+			return err
+		}
+		r.kwok = k
+		if err := r.startGPUStack(ctx); err != nil {
+			return err
+		}
 	}
 	fopt := r.opt.Fleet
 	advertise := func(*corev1.Node) error { return nil }
-	if r.opt.JoinAdvertised {
+	// Advertised joins need the config hash of a controller in this
+	// process; the in-cluster one reconciles nodes as they join.
+	if r.opt.JoinAdvertised && r.GPUStack != nil {
 		if err := r.WaitGPUStackSynced(ctx); err != nil {
 			return err
 		}
@@ -180,8 +195,10 @@ func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 	}
 	stats, err := r.Fleet.Create(ctx, r.Client, fopt)
 	if err != nil {
-		if kerr := k.Err(); kerr != nil {
-			err = fmt.Errorf("%w (%v)", err, kerr)
+		if r.kwok != nil {
+			if kerr := r.kwok.Err(); kerr != nil {
+				err = fmt.Errorf("%w (%v)", err, kerr)
+			}
 		}
 		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
 	}

@@ -68,7 +68,7 @@ func (r *Run) gpuStackSyncedInCluster(ctx context.Context) (bool, string, error)
 		configMaps[cm.Name] = cm.ResourceVersion
 	}
 	want := controller.ObservedConfig(controller.ConfigKey(policies, configMaps))
-	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: r.stackNodes()})
 	if err != nil {
 		return false, "", err
 	}

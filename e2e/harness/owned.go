@@ -28,6 +28,11 @@ import (
 // 'gpupool down --kubeconfig') finds what to remove.
 const LabelRun = "gpupool.dev/run"
 
+// LabelStack marks the objects of a run's simulated stack in a cluster
+// gpupool did not make (its kwok and fakegpu controllers): they are
+// removed after everything else of the run.
+const LabelStack = "gpupool.dev/simulated-stack"
+
 var runIDFlag = flag.String("gpupool.run-id", os.Getenv("GPUPOOL_RUN_ID"), "the run's id, put on every object the suites create (default: a new one)")
 
 var simulatedFlag = flag.Bool("gpupool.simulated-pools", false, "the run joined its fleet to the cluster as simulated nodes labelled with its run id: pools are those nodes alone")
@@ -80,9 +85,8 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 		return 0, fmt.Errorf("listing the kinds the cluster serves: %w", err)
 	}
 	type res struct {
-		gvr        schema.GroupVersionResource
-		namespaced bool
-		rank       int
+		kindRef
+		rank int
 	}
 	var all []res
 	for _, l := range lists {
@@ -105,14 +109,42 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 			case !r.Namespaced:
 				rank = 2
 			}
-			all = append(all, res{gv.WithResource(r.Name), r.Namespaced, rank})
+			all = append(all, res{kindRef{gv.WithResource(r.Name), r.Namespaced}, rank})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
+	ordered := make([]kindRef, len(all))
+	for i, r := range all {
+		ordered[i] = r.kindRef
+	}
 	runSel := LabelRun
 	if id != "" {
 		runSel = LabelRun + "=" + id
 	}
+	// The run's simulated stack in the cluster (its kwok and fakegpu
+	// controllers) goes last: kwok finishes the deletion of pods on the
+	// run's nodes, which would otherwise wait on a kubelet that never was.
+	var total int
+	var errs []error
+	for _, stack := range []bool{false, true} {
+		n, err := removeSelected(ctx, dyn, ordered, runSel, stack, timeout)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+type kindRef struct {
+	gvr        schema.GroupVersionResource
+	namespaced bool
+}
+
+// removeSelected deletes the objects of the kinds in res that runSel
+// selects, those of the simulated stack (labelled LabelStack) or the
+// others, and waits until they are gone.
+func removeSelected(ctx context.Context, dyn dynamic.Interface, res []kindRef, runSel string, stack bool, timeout time.Duration) (int, error) {
 	type left struct {
 		ri   dynamic.ResourceInterface
 		name string
@@ -120,12 +152,17 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	}
 	var gone []left
 	var errs []error
-	for _, r := range all {
+	for _, r := range res {
 		sels := []string{runSel}
-		if r.gvr.Resource == "pods" {
+		if r.gvr.Resource == "pods" && !stack {
 			sels = append(sels, workload.LabelCheck)
 		}
 		for _, sel := range sels {
+			if stack {
+				sel += "," + LabelStack
+			} else {
+				sel += ",!" + LabelStack
+			}
 			list, err := dyn.Resource(r.gvr).List(ctx, metav1.ListOptions{LabelSelector: sel})
 			if err != nil {
 				if !apierrors.IsNotFound(err) && !apierrors.IsMethodNotSupported(err) && !apierrors.IsForbidden(err) {
@@ -150,7 +187,14 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 			}
 		}
 	}
-	err = wait.For(ctx, fmt.Sprintf("the %d objects the run made to be gone", len(gone)), timeout, func(ctx context.Context) (bool, string, error) {
+	if len(gone) == 0 {
+		return 0, errors.Join(errs...)
+	}
+	what := fmt.Sprintf("the %d objects the run made to be gone", len(gone))
+	if stack {
+		what = fmt.Sprintf("the %d objects of the run's simulated stack to be gone", len(gone))
+	}
+	err := wait.For(ctx, what, timeout, func(ctx context.Context) (bool, string, error) {
 		var still []string
 		for _, g := range gone {
 			if _, err := g.ri.Get(ctx, g.name, metav1.GetOptions{}); err == nil {

@@ -317,19 +317,24 @@ func (r *Run) advertised(n *corev1.Node, configHash string) error {
 	return nil
 }
 
+// stackNodes selects the nodes the run's simulated GPU stack looks after:
+// its own simulated pools, or the nodes of the cluster gpupool made.
+func (r *Run) stackNodes() string {
+	if r.simulatedPools {
+		return LabelRun + "=" + RunID()
+	}
+	return ownNodes
+}
+
 // startGPUStack runs the fakegpu controller in this process until Stop.
 func (r *Run) startGPUStack(ctx context.Context) error {
 	defaultMIG, err := plan.DefaultMIGPartedConfig()
 	if err != nil {
 		return err
 	}
-	sel := ownNodes
-	if r.simulatedPools {
-		sel = LabelRun + "=" + RunID()
-	}
 	c, err := controller.New(r.Cluster.REST, controller.Options{
 		DefaultMIGParted: defaultMIG, Log: r.Log, NodeWorkers: r.opt.GPUStackWorkers, SkipDeviceRecords: r.opt.GPUStackSkipDeviceRecords,
-		NodeSelector: sel,
+		NodeSelector: r.stackNodes(),
 	})
 	if err != nil {
 		return err

@@ -1,7 +1,8 @@
 // Package incluster holds the objects gpupool runs inside a cluster with
-// real nodes (the kind path): the kwok controller, the fakegpu controller
-// and the fake device plugin, as YAML templates embedded in the binary, as
-// kwok keeps its in-cluster objects.
+// real nodes (the kind path, and simulated pools joined to a cluster
+// gpupool did not make): the kwok controller, the fakegpu controller and
+// the fake device plugin, as YAML templates embedded in the binary, as kwok
+// keeps its in-cluster objects.
 package incluster
 
 import (
@@ -32,7 +33,12 @@ const (
 // Params fill in a template; each template uses the fields it needs.
 type Params struct {
 	Name, Namespace, Image string
-	// RealNodes are the nodes with a real kubelet, where the component runs.
+	// PullPolicy of the image: Never (the default) for an image loaded
+	// into the nodes, as kind's are; IfNotPresent for one the cluster pulls.
+	PullPolicy string
+	// RealNodes are the nodes with a real kubelet, where the component runs
+	// (the device plugin needs them; the fakegpu controller without them
+	// runs on any node but a KWOK one).
 	RealNodes []string
 	// OperatorNamespace holds the GPU Operator's ConfigMaps.
 	OperatorNamespace string
@@ -62,8 +68,11 @@ var funcs = template.FuncMap{
 
 // Render fills in the named template and decodes its objects, in order.
 func Render(name string, p Params) ([]runtime.Object, error) {
-	if p.Name == "" || p.Namespace == "" || p.Image == "" || len(p.RealNodes) == 0 && name != KwokController {
-		return nil, fmt.Errorf("%s: name, namespace, image and (but for kwok) the real nodes are required", name)
+	if p.Name == "" || p.Namespace == "" || p.Image == "" || len(p.RealNodes) == 0 && name == FakeDevicePlugin {
+		return nil, fmt.Errorf("%s: name, namespace, image and (for the device plugin) the real nodes are required", name)
+	}
+	if p.PullPolicy == "" {
+		p.PullPolicy = "Never"
 	}
 	t, err := template.New(name).Funcs(funcs).Option("missingkey=error").ParseFS(objects, "objects/"+name)
 	if err != nil {

@@ -45,6 +45,22 @@ func TestRender(t *testing.T) {
 	assert.Equal(t, p.Config, objs[3].(*corev1.ConfigMap).Data["kwok.yaml"])
 	assert.Equal(t, int32(10247), objs[4].(*appsv1.Deployment).Spec.Template.Spec.Containers[0].ReadinessProbe.HTTPGet.Port.IntVal)
 
+	kwokAffinity := objs[4].(*appsv1.Deployment).Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+	assert.Equal(t, corev1.NodeSelectorRequirement{Key: "type", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"kwok"}}, kwokAffinity.MatchExpressions[0], "never on a KWOK node")
+
+	// Without real nodes named (a cluster gpupool did not make), the
+	// controller runs on any node but a KWOK one, pulling its image.
+	p.RealNodes, p.PullPolicy = nil, "IfNotPresent"
+	objs, err = Render(FakeGPUController, p)
+	require.NoError(t, err)
+	dep = objs[4].(*appsv1.Deployment)
+	assert.Equal(t, corev1.PullIfNotPresent, dep.Spec.Template.Spec.Containers[0].ImagePullPolicy)
+	term = dep.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0]
+	assert.Empty(t, term.MatchFields)
+	assert.Equal(t, corev1.NodeSelectorRequirement{Key: "type", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"kwok"}}, term.MatchExpressions[0])
+	_, err = Render(FakeDevicePlugin, p)
+	assert.Error(t, err, "the device plugin runs on named real nodes only")
+
 	_, err = Render(KwokController, Params{})
 	assert.Error(t, err, "a template with an empty image renders no valid objects")
 }

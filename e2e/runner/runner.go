@@ -48,7 +48,9 @@ type Spec struct {
 	Existing         *cluster.Existing
 	InstallCandidate bool
 	SimulatePools    bool
-	DisruptiveNodes  string
+	// StackImages run the simulated pools' stack in the cluster.
+	StackImages     *harness.StackImages
+	DisruptiveNodes string
 	Output
 }
 
@@ -186,7 +188,7 @@ func executeAttached(ctx context.Context, spec Spec, started time.Time) (*report
 	}()
 	var err error
 	spec.phase("attaching to %s", spec.Existing.Kubeconfig)
-	r, err = harness.AttachTo(ctx, spec.Plan, spec.Existing, harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools})
+	r, err = harness.AttachTo(ctx, spec.Plan, spec.Existing, harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages})
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("interrupted (%v) during setup", ctx.Err())

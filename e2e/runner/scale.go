@@ -34,8 +34,10 @@ type ScaleSpec struct {
 	// embedded cluster with Tuning, and profiles it into ProfileDir if set.
 	Existing         *cluster.Existing
 	InstallCandidate bool
-	Tuning           cluster.Tuning
-	ProfileDir       string
+	// StackImages run the simulated pools' stack in Existing.
+	StackImages *harness.StackImages
+	Tuning      cluster.Tuning
+	ProfileDir  string
 	Output
 }
 
@@ -88,7 +90,7 @@ func scaleAttached(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 	harness.SetRunID(name)
 	var snapshot scale.APISnapshot
 	up := scaleUp
-	r, err := harness.AttachTo(ctx, pl, e, harness.AttachOptions{InstallCandidate: s.InstallCandidate, SimulatePools: true, Up: up})
+	r, err := harness.AttachTo(ctx, pl, e, harness.AttachOptions{InstallCandidate: s.InstallCandidate, SimulatePools: true, StackImages: s.StackImages, Up: up})
 	if r != nil && r.Cluster != nil {
 		defer func() {
 			defer r.Stop()

@@ -1,0 +1,70 @@
+//go:build e2e && kind
+
+// End-to-end tests that need a kind cluster (a real kubelet): run by
+// `make test-kind` (go test -tags 'e2e kind' ./cmd/gpupool).
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/reports"
+)
+
+// --simulate-pools with --kwok-image and --fakegpu-image runs the
+// simulated stack inside the cluster, as a cluster far bigger than this
+// machine needs: here a kind cluster 'gpupool up' made with only CPU
+// nodes, whose node already holds the images (elsewhere they are pulled).
+// The reference fleet joins, looked after by a kwok and a fakegpu
+// controller running as Deployments in a namespace of the run's; every
+// check passes, the disruptive ones included; nothing of the run's runs on
+// this machine; afterwards the cluster has exactly the objects it had.
+func TestSimulatedStackRunsInTheCluster(t *testing.T) {
+	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	fleetFile := filepath.Join(dir, "cpu-only.yaml")
+	require.NoError(t, os.WriteFile(fleetFile, []byte(`apiVersion: gpupool.dev/v1alpha1
+kind: Fleet
+metadata: {name: cpu-only}
+spec:
+  pools:
+    - {name: system, nodes: 2}
+`), 0o644))
+	images := map[string]string{}
+	b, err := os.ReadFile(harness.KindImagesFile())
+	require.NoError(t, err, "make build-kind writes the images")
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			images[k] = v
+		}
+	}
+	require.NotEmpty(t, images["kwok"])
+	require.NotEmpty(t, images["fakegpu-controller"])
+
+	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
+	kubeconfig, stopUp := upCluster(t, gpupoolBin, repoRoot, env, "--provider", "kind", "--fleet", fleetFile)
+	before := clusterObjects(t, kubeconfig)
+
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools",
+		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"], "--explore-budget", "20/10s")
+	require.Equal(t, 0, r.exit)
+	s, err := reports.ReadSummary(r.out)
+	require.NoError(t, err)
+	assert.Equal(t, "pass", s.Result)
+	for _, c := range s.Checks {
+		assert.Equal(t, "pass", c.Result, c.ID)
+	}
+	assert.Regexp(t, `simulated stack: kwok and fakegpu controllers running in .* \(namespace gpupool-sim-[0-9a-f]+\)`, r.stderr)
+	assert.Contains(t, r.stderr, "simulated nodes joined")
+	assert.Regexp(t, `removed the [1-9][0-9]* objects run`, r.stderr)
+	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
+	assertNoKwokOf(t, "") // none ran here
+
+	stopUp()
+	assertNothingLeft(t, state, "")
+}
