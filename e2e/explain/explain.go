@@ -48,11 +48,17 @@ type Cluster struct {
 // request is held while it runs, a sidecar's for the pod's life
 // (k8s.io/component-helpers resource.PodRequests, what the scheduler's
 // NodeResourcesFit uses).
-func GPURequests(p *corev1.Pod) map[string]int64 {
+func GPURequests(p *corev1.Pod) map[string]int64 { return Requests(p, resourcePrefix) }
+
+// Requests is what the scheduler counts the pod as holding of each
+// resource whose name starts with one of prefixes.
+func Requests(p *corev1.Pod, prefixes ...string) map[string]int64 {
 	out := map[string]int64{}
 	for name, q := range resourcehelper.PodRequests(withDefaultRequests(p), resourcehelper.PodResourcesOptions{}) {
-		if strings.HasPrefix(string(name), resourcePrefix) && q.Value() > 0 {
-			out[string(name)] = q.Value()
+		for _, pre := range prefixes {
+			if strings.HasPrefix(string(name), pre) && q.Value() > 0 {
+				out[string(name)] = q.Value()
+			}
 		}
 	}
 	return out

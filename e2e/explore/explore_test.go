@@ -106,6 +106,33 @@ func TestOraclesJudgeEveryContainerList(t *testing.T) {
 	assert.Empty(t, RuntimeClassViolation(cpu)+ImagesPinnedViolation(cpu)+OwnServiceAccountViolation(cpu), "CPU pods are none of these rules' business")
 }
 
+// A pod that gets its device through DRA is a GPU pod to every oracle: a
+// claim from a template, referenced by a container or by none, and a
+// DeviceClass's implicit extended resource (dra-facts §1 "DeviceClass").
+func TestOraclesCountDevicesThroughDRA(t *testing.T) {
+	tpl := "explore-gpu.nvidia.com"
+	claim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "tenant-a"}, Spec: corev1.PodSpec{
+		ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tpl}},
+		Containers:     []corev1.Container{{Name: "main", Image: "img:tag", Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}}}},
+	}}
+	assert.Equal(t, "pod tenant-a/c was admitted with no runtimeClassName while it holds the devices of claim gpu (from template explore-gpu.nvidia.com) (in container main)", RuntimeClassViolation(claim))
+	assert.Contains(t, ImagesPinnedViolation(claim), `container main's image "img:tag"`)
+
+	claim.Spec.Containers[0].Resources.Claims = nil
+	assert.Contains(t, OwnServiceAccountViolation(claim), "(in the pod's claims, which no container references)", "an unreferenced claim is still allocated for the pod")
+
+	implicit := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "i", Namespace: "tenant-a"}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{gpuContainer("main", "deviceclass.resource.kubernetes.io/gpu.nvidia.com", 2)},
+	}}
+	assert.Equal(t, map[string]int64{"deviceclass.resource.kubernetes.io/gpu.nvidia.com": 2}, GPURequests(implicit))
+	assert.Contains(t, RuntimeClassViolation(implicit), "holds 2 deviceclass.resource.kubernetes.io/gpu.nvidia.com (in container main)")
+
+	// The reproduction of a claim shape creates its template.
+	needs := Needs(Shape{Via: ViaPod, Pod: claim}, nil, nil, nil, "own", testSpace().Claims)
+	require.Len(t, needs, 1)
+	assert.Contains(t, fmt.Sprintf("%+v", needs[0]), "gpu.nvidia.com")
+}
+
 func node(name, pool string, labels map[string]string) Node {
 	return Node{Node: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}, Pool: pool, GPU: pool != "cpu"}
 }
@@ -178,6 +205,7 @@ func testSpace() *Space {
 		Unlabelled: "scratch", OtherRuntimeClass: "runc-class", MissingRuntimeClass: "missing",
 		Image: "img@sha256:" + strings.Repeat("a", 64), TagImage: "img:1", ServiceAccount: "own",
 		Labels: map[string]string{"gpupool.dev/check": "test"},
+		Claims: []ClaimSpace{{Class: "gpu.nvidia.com", Template: "explore-gpu.nvidia.com"}},
 	}
 }
 
@@ -187,7 +215,7 @@ func testSpace() *Space {
 func TestShapesAreCoherent(t *testing.T) {
 	space := testSpace()
 	n := 0
-	focus := Focus{Explore: []string{DimSlot, DimAim, DimHome, DimToleration, DimVia, DimSelector, DimNodeName}, NodeName: true}
+	focus := Focus{Explore: []string{DimSlot, DimAim, DimHome, DimToleration, DimVia, DimSelector, DimNodeName, DimAsk}, NodeName: true}
 	gen := space.Shapes(focus, "test", func() string { n++; return "shape-" + string(rune('a'+n%26)) })
 	rapid.Check(t, func(t *rapid.T) {
 		s := gen.Draw(t, "shape")
@@ -205,8 +233,15 @@ func TestShapesAreCoherent(t *testing.T) {
 				}
 			}
 		}
-		if asking != 1 {
-			t.Fatalf("%d containers ask for a device, want 1: %s", asking, s)
+		unreferenced := asking == 0 && len(p.Spec.ResourceClaims) == 1
+		if asking != 1 && !unreferenced {
+			t.Fatalf("%d containers ask for a device, want 1 (or a claim no container references): %s", asking, s)
+		}
+		if !HoldsGPU(p) {
+			t.Fatalf("the shape holds no device: %s", s)
+		}
+		if (len(p.Spec.ResourceClaims) > 0) != strings.Contains(strings.Join(s.Choices, ";"), "ResourceClaim from template") {
+			t.Fatalf("the shape's words do not say it claims: %s", s)
 		}
 		if (len(p.Spec.InitContainers) > 0) != strings.Contains(strings.Join(s.Choices, ";"), "GPU limit in") {
 			t.Fatalf("the shape's words do not say where its GPU is: %s", s)

@@ -37,6 +37,19 @@ type Space struct {
 	Labels map[string]string
 	// NodeLabels are the labels of one node of each pool, by pool name.
 	NodeLabels map[string]map[string]string
+	// Claims are the ways a pod can ask for a device through DRA here: one
+	// per DeviceClass of the cluster, each with a ResourceClaimTemplate of
+	// that name in every namespace of Namespaces (none: shapes ask by
+	// limits alone).
+	Claims []ClaimSpace
+}
+
+// ClaimSpace is one DeviceClass a tenant can claim a device of.
+type ClaimSpace struct {
+	Class string
+	// Template names the ResourceClaimTemplate asking for one device of
+	// Class, in every namespace shapes are drawn into.
+	Template string
 }
 
 // PoolSpace is one GPU pool as tenants see it.
@@ -76,6 +89,7 @@ const (
 	DimSecurity   = "security-context"
 	DimNodeName   = "node-name"
 	DimVia        = "via"
+	DimAsk        = "device-request"
 )
 
 // Focus is the part of the space a rule explores.
@@ -288,6 +302,7 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	if len(req) > 0 {
 		gpu.Resources.Requests = req
 	}
+	s.ask(d, pod, gpu, count)
 
 	s.select_(d, pod, p, selDomain)
 	s.tolerate(d, pod, p, tolDomain, own)
@@ -352,6 +367,35 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 		d.note("created by a %s's controller", via)
 	}
 	return Shape{Via: via, Pod: pod, Choices: d.choices}
+}
+
+// ask lets the pod get its device through DRA instead of an nvidia.com/
+// limit: a claim from a ResourceClaimTemplate, referenced by the GPU
+// container or by none (the pod still holds the device), or the
+// DeviceClass's implicit extended resource, which the scheduler serves
+// from DRA devices whether or not the class maps a resource.
+func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int64) {
+	opt := d.pick(DimAsk, 4)
+	if opt == 0 || len(s.Claims) == 0 {
+		return
+	}
+	c := s.Claims[rapid.IntRange(0, len(s.Claims)-1).Draw(d.t, "device-class")]
+	switch opt {
+	case 1, 2:
+		gpu.Resources = corev1.ResourceRequirements{}
+		pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr(c.Template)}}
+		if opt == 1 {
+			gpu.Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+			d.note("gets its device through a ResourceClaim from template %s (DeviceClass %s), not a limit", c.Template, c.Class)
+		} else {
+			d.note("holds a ResourceClaim from template %s (DeviceClass %s) that no container references, and no limit", c.Template, c.Class)
+		}
+	case 3:
+		name := corev1.ResourceName(workload.ImplicitDeviceClassResource(c.Class))
+		q := *resource.NewQuantity(count, resource.DecimalSI)
+		gpu.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{name: q}}
+		d.note("limits %s, the DeviceClass's implicit extended resource, instead of an nvidia.com/ one", name)
+	}
 }
 
 // select_ writes how the pod chooses nodes.

@@ -18,13 +18,20 @@ import (
 const ResourcePrefix = "nvidia.com/"
 
 // GPURequests is what the scheduler counts the pod as holding of each
-// nvidia.com/ resource, every container list included (explain.GPURequests).
-func GPURequests(p *corev1.Pod) map[string]int64 { return explain.GPURequests(p) }
+// nvidia.com/ resource and each DeviceClass's implicit extended resource
+// (deviceclass.resource.kubernetes.io/<class>), every container list
+// included.
+func GPURequests(p *corev1.Pod) map[string]int64 {
+	return explain.Requests(p, ResourcePrefix, workload.ImplicitClassPrefix)
+}
 
-// HoldsGPU reports whether the pod holds any nvidia.com/ resource.
-func HoldsGPU(p *corev1.Pod) bool { return len(GPURequests(p)) > 0 }
+// HoldsGPU reports whether the pod gets a device: by an nvidia.com/ or an
+// implicit DeviceClass resource, or by a ResourceClaim. Exploration claims
+// only from the GPU DeviceClasses (Space.Claims), and a claim is allocated
+// for the pod whether or not a container references it.
+func HoldsGPU(p *corev1.Pod) bool { return len(GPURequests(p)) > 0 || len(p.Spec.ResourceClaims) > 0 }
 
-// whereGPU says which container lists ask for nvidia.com/ resources.
+// whereGPU says which container lists ask for devices.
 func whereGPU(p *corev1.Pod) string {
 	var where []string
 	for _, c := range p.Spec.Containers {
@@ -41,13 +48,19 @@ func whereGPU(p *corev1.Pod) string {
 			where = append(where, kind+c.Name)
 		}
 	}
+	if len(where) == 0 && len(p.Spec.ResourceClaims) > 0 {
+		return "the pod's claims, which no container references"
+	}
 	return strings.Join(where, ", ")
 }
 
 func asksGPU(c corev1.Container) bool {
+	if len(c.Resources.Claims) > 0 {
+		return true
+	}
 	for _, l := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 		for name := range l {
-			if strings.HasPrefix(string(name), ResourcePrefix) {
+			if strings.HasPrefix(string(name), ResourcePrefix) || strings.HasPrefix(string(name), workload.ImplicitClassPrefix) {
 				return true
 			}
 		}
@@ -60,6 +73,13 @@ func gpuSummary(p *corev1.Pod) string {
 	var parts []string
 	for _, n := range slices.Sorted(maps.Keys(req)) {
 		parts = append(parts, fmt.Sprintf("%d %s", req[n], n))
+	}
+	for _, c := range p.Spec.ResourceClaims {
+		what := "claim " + c.Name
+		if c.ResourceClaimTemplateName != nil {
+			what += " (from template " + *c.ResourceClaimTemplateName + ")"
+		}
+		parts = append(parts, "the devices of "+what)
 	}
 	return strings.Join(parts, " and ")
 }

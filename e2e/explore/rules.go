@@ -82,14 +82,14 @@ func via(s Shape, p *corev1.Pod) string {
 var (
 	RuntimeClassRule = Rule{
 		Check: "explore.gpu-pods-run-under-nvidia",
-		Focus: Focus{Explore: []string{DimSlot, DimRuntime, DimVia, DimForm}},
+		Focus: Focus{Explore: []string{DimSlot, DimRuntime, DimVia, DimForm, DimAsk}},
 		Admitted: func(p *corev1.Pod, _ *Cluster) string {
 			return RuntimeClassViolation(p)
 		},
 	}
 	SKUPoolRule = Rule{
 		Check: "explore.gpu-pods-select-one-pool",
-		Focus: Focus{Explore: []string{DimSlot, DimSelector, DimNodeName, DimVia}, NodeName: true},
+		Focus: Focus{Explore: []string{DimSlot, DimSelector, DimNodeName, DimVia, DimAsk}, NodeName: true},
 		Admitted: func(p *corev1.Pod, c *Cluster) string {
 			return SKUPoolViolation(p, c.Nodes)
 		},
@@ -107,14 +107,14 @@ var (
 	}
 	ImagesPinnedRule = Rule{
 		Check: "explore.gpu-images-pinned",
-		Focus: Focus{Explore: []string{DimSlot, DimImage, DimExtra, DimVia}},
+		Focus: Focus{Explore: []string{DimSlot, DimImage, DimExtra, DimVia, DimAsk}},
 		Admitted: func(p *corev1.Pod, _ *Cluster) string {
 			return ImagesPinnedViolation(p)
 		},
 	}
 	OwnServiceAccountRule = Rule{
 		Check: "explore.gpu-pods-own-serviceaccount",
-		Focus: Focus{Explore: []string{DimSlot, DimAccount, DimVia}},
+		Focus: Focus{Explore: []string{DimSlot, DimAccount, DimVia, DimAsk}},
 		Admitted: func(p *corev1.Pod, _ *Cluster) string {
 			return OwnServiceAccountViolation(p)
 		},

@@ -17,6 +17,8 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gpupool/gpupool/e2e/workload"
 )
 
 // How a pod comes to exist: created by the tenant, or from the pod
@@ -191,9 +193,9 @@ func clean(p *corev1.Pod, fromServer bool) *corev1.Pod {
 
 // Needs returns the objects a reproduction must create besides the pods:
 // the shape's namespace when the harness made it, the harness's service
-// account wherever the shape or a neighbour runs under it, and a
-// RuntimeClass the harness made.
-func Needs(s Shape, neighbours []*corev1.Pod, harnessNamespaces map[string]bool, harnessRuntimeClasses map[string]*nodev1.RuntimeClass, serviceAccount string) []runtime.Object {
+// account wherever the shape or a neighbour runs under it, a RuntimeClass
+// the harness made, and the ResourceClaimTemplate the shape claims from.
+func Needs(s Shape, neighbours []*corev1.Pod, harnessNamespaces map[string]bool, harnessRuntimeClasses map[string]*nodev1.RuntimeClass, serviceAccount string, claims []ClaimSpace) []runtime.Object {
 	var out []runtime.Object
 	ns := s.Pod.Namespace
 	if harnessNamespaces[ns] {
@@ -204,6 +206,16 @@ func Needs(s Shape, neighbours []*corev1.Pod, harnessNamespaces map[string]bool,
 		if p.Spec.ServiceAccountName == serviceAccount && !seen[p.Namespace] {
 			seen[p.Namespace] = true
 			out = append(out, &corev1.ServiceAccount{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: metav1.ObjectMeta{Name: serviceAccount, Namespace: p.Namespace}})
+		}
+	}
+	for _, pc := range s.Pod.Spec.ResourceClaims {
+		for _, c := range claims {
+			if pc.ResourceClaimTemplateName != nil && *pc.ResourceClaimTemplateName == c.Template {
+				t := workload.ClaimTemplate("", ns, c.Template, c.Class, 1)
+				t.TypeMeta = metav1.TypeMeta{APIVersion: "resource.k8s.io/v1", Kind: "ResourceClaimTemplate"}
+				t.Labels = nil
+				out = append(out, t)
+			}
 		}
 	}
 	if rc := s.Pod.Spec.RuntimeClassName; rc != nil {

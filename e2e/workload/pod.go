@@ -133,6 +133,14 @@ func (p Pod) ClaimFromTemplate(name, template string) Pod {
 	return p
 }
 
+// ImplicitClassPrefix is how any DeviceClass can be asked for as an
+// extended resource, mapped or not (dra-facts §1 "DeviceClass").
+const ImplicitClassPrefix = "deviceclass.resource.kubernetes.io/"
+
+// ImplicitDeviceClassResource is the extended resource that asks for a
+// device of class.
+func ImplicitDeviceClassResource(class string) string { return ImplicitClassPrefix + class }
+
 // ClaimTemplate is a ResourceClaimTemplate asking for count devices of a
 // DeviceClass, labelled with the check.
 func ClaimTemplate(check, ns, name, class string, count int64) *resourcev1.ResourceClaimTemplate {

@@ -20,10 +20,6 @@ import (
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
-// ImplicitClassPrefix is how any DeviceClass can be asked for as an
-// extended resource, mapped or not (dra-facts §1 "DeviceClass").
-const ImplicitClassPrefix = "deviceclass.resource.kubernetes.io/"
-
 // draPools are the fleet's DRA pools, or the test is skipped.
 func draPools(t *testing.T, r *harness.Run) []fleet.Pool {
 	t.Helper()
@@ -116,7 +112,7 @@ func TestClaimPodsAreGPUPods(t *testing.T) {
 			r := suite.From(ctx)
 			for _, p := range draPools(t, r) {
 				class, ns, domain := tenantOf(ctx, t, r, p)
-				res := ImplicitClassPrefix + class
+				res := workload.ImplicitDeviceClassResource(class)
 				pod := workload.New(c.ID, ns, p.Name+"-implicit").ForPool(p, domain).GPU(res, 1)
 				created, err := expect.Admitted(ctx, r.Client, pod.Pod)
 				if err != nil {

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -26,6 +28,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // Objects of the suite's own, named so a reproduction can name them too.
@@ -36,6 +39,8 @@ const (
 	// tagImage is workload.Image without its digest.
 	tagImage      = "registry.k8s.io/pause:3.10"
 	residentLabel = "gpupool.dev/explore-resident"
+	// templateLabel marks the ResourceClaimTemplates shapes claim from.
+	templateLabel = "gpupool.dev/explore-template"
 )
 
 func TestExplore(t *testing.T) {
@@ -95,7 +100,7 @@ func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore
 		return
 	}
 	needs := explore.Needs(ce.Shape, ce.Violation.Neighbours, map[string]bool{unlabelledNamespace: true},
-		map[string]*nodev1.RuntimeClass{otherRuntimeClass: otherRuntimeClassObject()}, workload.ServiceAccount)
+		map[string]*nodev1.RuntimeClass{otherRuntimeClass: otherRuntimeClassObject()}, workload.ServiceAccount, space.Claims)
 	path, data, err := ce.Write(set.ReportDir, c.ID, set.Seed, needs)
 	if err != nil {
 		t.Fatalf("%s; writing the reproduction: %v", ce.Violation.Message, err)
@@ -192,7 +197,59 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 		}
 		space.Pools = append(space.Pools, ps)
 	}
+	if space.Claims, err = claimTemplates(ctx, r, space.Namespaces(), check); err != nil {
+		return nil, nil, err
+	}
 	return space, cl, nil
+}
+
+// claimTemplates are the ways a tenant here can claim a GPU through DRA:
+// one per DeviceClass of NVIDIA's driver (the one it publishes, or one a
+// team wrote selecting its devices), with a ResourceClaimTemplate for one
+// device of it in every namespace shapes are drawn into. The templates
+// are the suite's, removed by removeTenantObjects; creating one that
+// exists is no error, as the rules build their spaces side by side.
+func claimTemplates(ctx context.Context, r *harness.Run, namespaces []string, check string) ([]explore.ClaimSpace, error) {
+	classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil // a cluster that serves no DRA
+		}
+		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	var out []explore.ClaimSpace
+	for _, c := range classes.Items {
+		if !gpuClass(c) {
+			continue
+		}
+		cs := explore.ClaimSpace{Class: c.Name, Template: "gpupool-explore-" + c.Name}
+		for _, ns := range namespaces {
+			t := workload.ClaimTemplate(check, ns, cs.Template, c.Name, 1)
+			t.Labels[templateLabel] = "true"
+			harness.Own(&t.ObjectMeta)
+			if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", ns, cs.Template, err)
+			}
+		}
+		out = append(out, cs)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Class < out[j].Class })
+	return out, nil
+}
+
+// gpuClass tells a DeviceClass of NVIDIA's GPU driver: it maps an
+// nvidia.com/ resource, or one of its selectors names the driver.
+func gpuClass(c resourcev1.DeviceClass) bool {
+	if r := c.Spec.ExtendedResourceName; r != nil && strings.HasPrefix(*r, explore.ResourcePrefix) {
+		return true
+	}
+	for _, sel := range c.Spec.Selectors {
+		if sel.CEL != nil && strings.Contains(sel.CEL.Expression, strconv.Quote(fakegpu.DRADriver)) ||
+			sel.CEL != nil && strings.Contains(sel.CEL.Expression, "'"+fakegpu.DRADriver+"'") {
+			return true
+		}
+	}
+	return false
 }
 
 func splitPools(r *harness.Run) int {
@@ -268,6 +325,12 @@ func removeTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 	zero := int64(0)
 	sel := residentLabel + "=true"
 	_ = cs.NodeV1().RuntimeClasses().Delete(ctx, otherRuntimeClass, metav1.DeleteOptions{})
+	tpls, err := cs.ResourceV1().ResourceClaimTemplates("").List(ctx, metav1.ListOptions{LabelSelector: templateLabel + "=true"})
+	if err == nil {
+		for _, t := range tpls.Items {
+			_ = cs.ResourceV1().ResourceClaimTemplates(t.Namespace).Delete(ctx, t.Name, metav1.DeleteOptions{})
+		}
+	}
 	_ = cs.CoreV1().Namespaces().Delete(ctx, unlabelledNamespace, metav1.DeleteOptions{})
 	nss, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
