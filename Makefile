@@ -79,10 +79,17 @@ test-scale: build
 ## Scheduler bursts of 4,000, 20,000 and 2,000 pods; each run is then filled
 ## to 5 pods per node by the harness (50,000 pods at 10,000 nodes), which
 ## binds pods about four times as fast as the scheduler places them here.
+## Then claim scheduling: 500 DRA nodes, 2,000 pods claiming a GPU each
+## from a ResourceClaimTemplate, then 2,000 more measured, set beside
+## scheduler_perf's SchedulingWithResourceClaimTemplate (56 pods/s). A run
+## takes one workload for all its fleets, so this is a second run.
 BENCH_FLEETS ?= manifests/fleets/scale-1k.yaml,manifests/fleets/scale-5k.yaml,manifests/fleets/scale-10k.yaml
 BENCH_PODS ?= 4000,20000,2000
+BENCH_DRA_FLEET ?= manifests/fleets/scale-dra-500.yaml
+BENCH_DRA_WORKLOAD ?= manifests/workloads/dra-claims.yaml
 bench-scale: build
 	$(BIN) scale --fleets $(BENCH_FLEETS) --pods $(BENCH_PODS) --out reports/out/bench-scale
+	$(BIN) scale --fleets $(BENCH_DRA_FLEET) --workload $(BENCH_DRA_WORKLOAD) --out reports/out/bench-scale-dra
 
 vet:
 	$(GO) vet ./...

@@ -24,7 +24,8 @@ import (
 // The reference fleet joins, looked after by a kwok and a fakegpu
 // controller running as Deployments in a namespace of the run's; every
 // check passes, the disruptive ones included; nothing of the run's runs on
-// this machine; afterwards the cluster has exactly the objects it had.
+// this machine; afterwards the cluster has exactly the objects it had. A
+// scale run of 200 nodes does the same.
 func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
 	fleetFile := filepath.Join(dir, "cpu-only.yaml")
@@ -64,6 +65,18 @@ spec:
 	assert.Regexp(t, `removed the [1-9][0-9]* objects run`, r.stderr)
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
 	assertNoKwokOf(t, "") // none ran here
+
+	// A scale run the same way: 200 nodes looked after from inside the
+	// cluster, the contract held in bulk, nothing left behind.
+	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
+		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"],
+		"--fleets", "fleets/scale-200.yaml", "--workload", "workloads/correctness.yaml", "--out", t.TempDir())
+	require.Equal(t, 0, sr.exit)
+	assert.Contains(t, sr.stderr, "simulated stack: kwok and fakegpu controllers running in")
+	assert.Contains(t, sr.stderr, "200 simulated nodes joined")
+	assert.Regexp(t, `phase burst: .* 0 contract violations`, sr.stderr)
+	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the scale run left objects behind, or removed some")
+	assertNoKwokOf(t, "")
 
 	stopUp()
 	assertNothingLeft(t, state, "")

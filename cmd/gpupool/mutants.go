@@ -58,11 +58,17 @@ func mutantsCommand() *cobra.Command {
 		// Validate every mutant before running any: a typo in spec.breaks is
 		// bad input, not a surviving mutant.
 		plans := make([]*plan.Plan, len(candDirs))
+		byName := map[string]string{}
 		for i, dir := range candDirs {
 			pl, err := plan.Prepare("", dir)
 			if err != nil {
 				return err
 			}
+			// Each mutant's reports go to a directory named after it.
+			if other, ok := byName[pl.Candidate.Name]; ok {
+				return fmt.Errorf("--candidates: %s and %s are both candidate %q: each broken candidate runs once", other, dir, pl.Candidate.Name)
+			}
+			byName[pl.Candidate.Name] = dir
 			if len(pl.Candidate.Meta.Spec.Breaks) == 0 {
 				return fmt.Errorf("candidate %s: spec.breaks is empty: a broken candidate must name the checks it breaks", dir)
 			}

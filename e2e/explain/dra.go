@@ -3,17 +3,66 @@ package explain
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	dracel "k8s.io/dynamic-resource-allocation/cel"
 
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
+// ImplicitClassPrefix names a DeviceClass as an extended resource, mapped
+// or not (dra-facts §1 "DeviceClass"). Explanations count a claim of a
+// class that maps no name under it, as a pod limiting it is counted.
+const ImplicitClassPrefix = "deviceclass.resource.kubernetes.io/"
+
+// describe names a resource as a reader knows it.
+func describe(r string) string {
+	if c, ok := strings.CutPrefix(r, ImplicitClassPrefix); ok {
+		return "DeviceClass " + c
+	}
+	return r
+}
+
+// classMatcher tells the devices a DeviceClass selects, by its CEL
+// selectors as the scheduler evaluates them (k8s.io/dynamic-resource-
+// allocation/cel). A selector that fails to compile or to evaluate (an
+// attribute a device lacks: dra-facts §6.8) selects nothing.
+type classMatcher []dracel.CompilationResult
+
+func newClassMatcher(c resourcev1.DeviceClass) (classMatcher, bool) {
+	var m classMatcher
+	for _, sel := range c.Spec.Selectors {
+		if sel.CEL == nil {
+			continue
+		}
+		r := dracel.GetCompiler(dracel.Features{EnableConsumableCapacity: true, EnableListTypeAttributes: true}).CompileCELExpression(sel.CEL.Expression, dracel.Options{})
+		if r.Error != nil {
+			return nil, false
+		}
+		m = append(m, r)
+	}
+	return m, true
+}
+
+func (m classMatcher) matches(driver string, dev resourcev1.Device) bool {
+	in := dracel.Device{Driver: driver, AllowMultipleAllocations: dev.AllowMultipleAllocations, Attributes: dev.Attributes, Capacity: dev.Capacity}
+	for _, r := range m {
+		ok, _, err := r.DeviceMatches(context.Background(), in)
+		if err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // DRANode is what NVIDIA's DRA driver offers on one node, counted by the
-// extended resource name a DeviceClass maps onto its devices.
+// extended resource name a DeviceClass maps onto its devices, and by each
+// class's implicit name (ImplicitClassPrefix).
 type DRANode struct {
 	// Devices are the published devices serving each name (the pool's
 	// newest generation); Allocated those of them claims hold.
@@ -34,11 +83,21 @@ type DRA struct {
 // NewDRA reads the DRA side of a cluster from its objects.
 func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim, classes []resourcev1.DeviceClass) *DRA {
 	d := &DRA{Nodes: map[string]DRANode{}, ClassResources: map[string]string{}, Claims: map[string]*resourcev1.ResourceClaim{}}
-	var mapped []string
+	// The names each class's devices serve: its implicit name, and the
+	// name it maps.
+	type class struct {
+		names []string
+		match classMatcher
+	}
+	var byClass []class
 	for _, c := range classes {
+		names := []string{ImplicitClassPrefix + c.Name}
 		if r := c.Spec.ExtendedResourceName; r != nil {
 			d.ClassResources[c.Name] = *r
-			mapped = append(mapped, *r)
+			names = append(names, *r)
+		}
+		if m, ok := newClassMatcher(c); ok {
+			byClass = append(byClass, class{names, m})
 		}
 	}
 	newest := map[string]int64{}
@@ -55,8 +114,11 @@ func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim
 		}
 		n := d.node(*s.Spec.NodeName)
 		for _, dev := range s.Spec.Devices {
-			for _, r := range mapped {
-				if fakegpu.DRADevicesFor([]resourcev1.Device{dev}, r) > 0 {
+			for _, c := range byClass {
+				if !c.match.matches(s.Spec.Driver, dev) {
+					continue
+				}
+				for _, r := range c.names {
 					n.Devices[r]++
 					serves[s.Spec.Pool.Name+"/"+dev.Name] = append(serves[s.Spec.Pool.Name+"/"+dev.Name], r)
 				}
@@ -92,9 +154,10 @@ func (d *DRA) node(name string) DRANode {
 	return n
 }
 
-// claimRequests is what the pod's unallocated claims ask of each mapped
+// claimRequests is what the pod's unallocated claims ask of each
 // resource: a request of a DeviceClass that maps a name counts as its
-// count of that name.
+// count of that name, of any other class as its count of the class's
+// implicit name.
 func (d *DRA) claimRequests(p *corev1.Pod) map[string]int64 {
 	out := map[string]int64{}
 	if d == nil {
@@ -117,9 +180,11 @@ func (d *DRA) claimRequests(p *corev1.Pod) map[string]int64 {
 		}
 		for _, req := range c.Spec.Devices.Requests {
 			if ex := req.Exactly; ex != nil {
-				if r, ok := d.ClassResources[ex.DeviceClassName]; ok {
-					out[r] += max(ex.Count, 1)
+				r, ok := d.ClassResources[ex.DeviceClassName]
+				if !ok {
+					r = ImplicitClassPrefix + ex.DeviceClassName
 				}
+				out[r] += max(ex.Count, 1)
 			}
 		}
 	}
@@ -136,6 +201,26 @@ func (d *DRA) serving(node, r string) (devices, free int64, ok bool) {
 		return 0, 0, false
 	}
 	return n.Devices[r], n.Devices[r] - n.Allocated[r], true
+}
+
+// offers says what node n offers: its advertised nvidia.com/ resources
+// and the names its DRA devices serve.
+func (d *DRA) offers(n corev1.Node) string {
+	out := advertised([]corev1.Node{n})
+	if d != nil {
+		var served []string
+		for r, k := range d.Nodes[n.Name].Devices {
+			if k > 0 && strings.HasPrefix(r, ImplicitClassPrefix) {
+				served = append(served, describe(r))
+			}
+		}
+		sort.Strings(served)
+		out = append(out, served...)
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
 }
 
 // anyServes reports whether any node offers r through DRA.

@@ -89,7 +89,7 @@ func withDefaultRequests(p *corev1.Pod) *corev1.Pod {
 
 // Pod explains why pod is not scheduled.
 func Pod(pod *corev1.Pod, c Cluster) Reason {
-	req := GPURequests(pod)
+	req := Requests(pod, resourcePrefix, ImplicitClassPrefix)
 	for r, n := range c.DRA.claimRequests(pod) {
 		req[r] += n
 	}
@@ -101,7 +101,7 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 	// Which resources does any node advertise at all?
 	for _, r := range names {
 		if !anyAdvertises(c.Nodes, r) && !c.DRA.anyServes(r) {
-			return Reason{NoPoolAdvertises, fmt.Sprintf("no pool advertises %s (pools advertise: %s)", r, strings.Join(advertised(c.Nodes), ", "))}
+			return Reason{NoPoolAdvertises, fmt.Sprintf("no pool advertises %s (pools advertise: %s)", describe(r), strings.Join(advertised(c.Nodes), ", "))}
 		}
 	}
 
@@ -143,11 +143,11 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 				// DRA serves a name on a node that offers none of it
 				// (dra-facts §3 "Who serves").
 				if free < req[r] {
-					full = append(full, fmt.Sprintf("pool %s: %s has %d of %d DRA devices serving %s free (claims hold the rest), the pod asks %d", poolOf(&n), n.Name, free, devices, r, req[r]))
+					full = append(full, fmt.Sprintf("pool %s: %s has %d of %d DRA devices serving %s free (claims hold the rest), the pod asks %d", poolOf(&n), n.Name, free, devices, describe(r), req[r]))
 					ok = false
 				}
 			case !hasCap || capQ.Value() == 0:
-				other = append(other, fmt.Sprintf("pool %s advertises %s, not %s", poolOf(&n), strings.Join(advertised([]corev1.Node{n}), ", "), r))
+				other = append(other, fmt.Sprintf("pool %s offers %s, not %s", poolOf(&n), c.DRA.offers(n), describe(r)))
 				ok = false
 			case alloc == 0:
 				down = append(down, fmt.Sprintf("pool %s: %s has %d %s in capacity but 0 allocatable", poolOf(&n), n.Name, capQ.Value(), r))

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -91,4 +92,61 @@ func TestPendingOnAFullDRAPool(t *testing.T) {
 	if got := Pod(&claimed, Cluster{Nodes: []corev1.Node{node}}); got.Category != Unexplained {
 		t.Errorf("without the DRA side a claim pod is outside what can be explained, got %s", got)
 	}
+}
+
+// A claim of a DeviceClass that maps no name (mig.nvidia.com), or a limit of
+// a class's implicit name, is explained by the devices the class's CEL
+// selectors select, evaluated as the scheduler evaluates them.
+func TestPendingOnDevicesAClassSelects(t *testing.T) {
+	node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "d", Labels: map[string]string{"gpupool.dev/pool": "dra"}}}
+	name, gpuType := "d", "gpu"
+	dev := func(n string) resourcev1.Device {
+		return resourcev1.Device{Name: n, Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"type": {StringValue: &gpuType}}}
+	}
+	slice := resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &name,
+		Pool: resourcev1.ResourcePool{Name: "d", Generation: 1, ResourceSliceCount: 1}, Devices: []resourcev1.Device{dev("gpu-0"), dev("gpu-1")}}}
+	res := "nvidia.com/gpu"
+	sel := func(t string) []resourcev1.DeviceSelector {
+		return []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == '" + t + "'"}}}
+	}
+	classes := []resourcev1.DeviceClass{
+		{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{Selectors: sel("gpu"), ExtendedResourceName: &res}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "mig.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{Selectors: sel("mig")}},
+		// A selector on an attribute no device has fails to evaluate: it
+		// selects nothing (dra-facts §6.8).
+		{ObjectMeta: metav1.ObjectMeta{Name: "renamed"}, Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.attributes['gpu.nvidia.com'].pcieBusID == '0000:01:00.0'"}}}}},
+	}
+	mig := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "mig", Namespace: "ns"},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "mig.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 1}}}}}}
+	dra := NewDRA([]resourcev1.ResourceSlice{slice}, []resourcev1.ResourceClaim{mig}, classes)
+	assert.Equal(t, int64(2), dra.Nodes["d"].Devices["nvidia.com/gpu"])
+	assert.Equal(t, int64(2), dra.Nodes["d"].Devices[ImplicitClassPrefix+"gpu.nvidia.com"])
+	assert.Zero(t, dra.Nodes["d"].Devices[ImplicitClassPrefix+"mig.nvidia.com"])
+	assert.Zero(t, dra.Nodes["d"].Devices[ImplicitClassPrefix+"renamed"])
+
+	template := "t"
+	claimed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "claimed", Namespace: "ns"},
+		Spec:   corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &template}}},
+		Status: corev1.PodStatus{ResourceClaimStatuses: []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: &mig.Name}}}}
+	got := Pod(&claimed, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	assert.Equal(t, NoPoolAdvertises, got.Category)
+	assert.Contains(t, got.Message, "no pool advertises DeviceClass mig.nvidia.com")
+
+	// With a MIG device elsewhere, the DRA pool's node is named for what it offers.
+	migType := "mig"
+	other := "m"
+	migSlice := resourcev1.ResourceSlice{Spec: resourcev1.ResourceSliceSpec{Driver: "gpu.nvidia.com", NodeName: &other,
+		Pool: resourcev1.ResourcePool{Name: "m", Generation: 1, ResourceSliceCount: 1}, Devices: []resourcev1.Device{{Name: "gpu-0-mig-0",
+			Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"type": {StringValue: &migType}}}}}}
+	dra = NewDRA([]resourcev1.ResourceSlice{slice, migSlice}, []resourcev1.ResourceClaim{mig}, classes)
+	got = Pod(&claimed, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	assert.Equal(t, WrongResource, got.Category)
+	assert.Equal(t, "pool dra offers DeviceClass gpu.nvidia.com, not DeviceClass mig.nvidia.com", got.Message)
+
+	implicit := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "implicit", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ImplicitClassPrefix + "gpu.nvidia.com": *resource.NewQuantity(3, resource.DecimalSI)}}}}}}
+	got = Pod(&implicit, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	assert.Equal(t, PoolFull, got.Category)
+	assert.Contains(t, got.Message, "has 2 of 2 DRA devices serving DeviceClass gpu.nvidia.com free (claims hold the rest), the pod asks 3")
 }

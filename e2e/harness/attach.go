@@ -2,6 +2,8 @@ package harness
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -138,11 +140,15 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 	return r, r.simulatePools(ctx, opt)
 }
 
-// simulatedNodePrefix starts the names of a run's simulated nodes: the
-// random part of the run id.
-func simulatedNodePrefix() string {
-	id := RunID()
-	return "sim-" + id[strings.LastIndexByte(id, '-')+1:] + "-"
+// simulatedNodePrefix starts the names of a run's simulated nodes.
+func simulatedNodePrefix() string { return "sim-" + runHash() + "-" }
+
+// runHash is short for the run id in names: a scale run's ids differ only
+// in their last part (-0, -1 per fleet), and two scale runs side by side
+// in one cluster must not share a name.
+func runHash() string {
+	sum := sha256.Sum256([]byte(RunID()))
+	return hex.EncodeToString(sum[:4])
 }
 
 // simulatePools joins the fleet as simulated nodes carrying the run's

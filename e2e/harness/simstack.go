@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,10 +29,7 @@ type StackImages struct {
 // simulatedStackName names the namespace, Deployments and RBAC objects of
 // the run's simulated stack in the cluster: unique to the run, so two
 // runs' stacks never share an object.
-func simulatedStackName() string {
-	id := RunID()
-	return "gpupool-sim-" + id[strings.LastIndexByte(id, '-')+1:]
-}
+func simulatedStackName() string { return "gpupool-sim-" + runHash() }
 
 // installSimulatedStack runs, in a namespace of the run's, a kwok
 // controller and a fakegpu controller for the nodes sel selects (the

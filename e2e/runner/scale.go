@@ -63,7 +63,7 @@ func PoolInfos(pl *plan.Plan) map[string]scale.PoolInfo {
 	r := &harness.Run{Plan: pl}
 	out := map[string]scale.PoolInfo{}
 	for _, p := range pl.Fleet.Spec.Pools {
-		info := scale.PoolInfo{GPU: p.GPU()}
+		info := scale.PoolInfo{GPU: p.GPU(), DRA: p.GPU() && p.DRA != nil}
 		if p.GPU() {
 			info.Resource, _ = r.IntendedResource(p)
 		}

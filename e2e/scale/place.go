@@ -40,6 +40,8 @@ func newPlacer(nodes []*corev1.Node, pods []*corev1.Pod) *placer {
 		if !explain.HoldsResources(p) {
 			continue
 		}
+		// A claim pod takes a pod slot here; its GPU is a DRA device, not
+		// allocatable, and a fill never places on a DRA pool (CheckPools).
 		pl.take(p.Spec.NodeName, explain.GPURequests(p))
 	}
 	return pl

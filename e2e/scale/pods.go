@@ -3,8 +3,11 @@ package scale
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +34,49 @@ type template struct {
 	entry    int
 	pods     []*corev1.Pod // one per trust domain (or one)
 	expected string        // explain category the pod must end in, "" if it must schedule
+	// claims: a claim entry's ResourceClaimTemplate, one per namespace
+	// its pods go to, created before the first phase.
+	claims []*resourcev1.ResourceClaimTemplate
+}
+
+// PodClaim is the name a claim pod gives its claim (spec.resourceClaims).
+const PodClaim = "gpu"
+
+// claimTemplateName names a claim entry's ResourceClaimTemplate: one per
+// entry and run, so runs sharing a namespace keep theirs apart.
+func claimTemplateName(runID string, entry int) string {
+	return fmt.Sprintf("%s-mix-%d", runID, entry)
+}
+
+// classFor is the DeviceClass a claim for a GPU of resource names: the
+// one mapping it (spec.extendedResourceName), as a tenant would read the
+// candidate. When several do, the scheduler takes the newest, on a tie
+// the lexically first (dra-facts §1 "DeviceClass"), and so does this.
+func classFor(classes []resourcev1.DeviceClass, resource string) (string, error) {
+	var mapping []resourcev1.DeviceClass
+	var all []string
+	for _, c := range classes {
+		all = append(all, c.Name)
+		if r := c.Spec.ExtendedResourceName; r != nil && *r == resource {
+			mapping = append(mapping, c)
+		}
+	}
+	if len(mapping) == 0 {
+		sort.Strings(all)
+		have := "none"
+		if len(all) > 0 {
+			have = strings.Join(all, ", ")
+		}
+		return "", fmt.Errorf("no DeviceClass maps %s (spec.extendedResourceName); the cluster's DeviceClasses: %s", resource, have)
+	}
+	sort.Slice(mapping, func(i, j int) bool {
+		ti, tj := mapping[i].CreationTimestamp, mapping[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return tj.Before(&ti)
+		}
+		return mapping[i].Name < mapping[j].Name
+	})
+	return mapping[0].Name, nil
 }
 
 // Resolver says which resource a GPU pool's tenants are told to request
@@ -40,12 +86,17 @@ type Resolver interface {
 	TrustNamespace(ctx context.Context, d fleet.TrustDomain) (string, error)
 }
 
-func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resolver, runID string) ([]template, error) {
+// buildTemplates makes each mix entry's pods; classes are the cluster's
+// DeviceClasses, read only when the mix has claim entries.
+func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resolver, classes []resourcev1.DeviceClass, runID string) ([]template, error) {
 	var out []template
 	for i, m := range w.Spec.Mix {
 		p, ok := fl.Pool(m.Pool)
 		if !ok {
 			return nil, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool)
+		}
+		if m.Claim() && (!p.GPU() || p.DRA == nil) {
+			return nil, fmt.Errorf("workload %s: spec.mix[%d].shape: claim needs a pool whose GPUs DRA serves; pool %s has no dra: in the fleet", w.File, i, m.Pool)
 		}
 		t := template{entry: i}
 		domains := []*fleet.TrustDomain{nil}
@@ -75,23 +126,56 @@ func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resol
 			default:
 				pod = pod.ForPool(p, d)
 			}
+			labels := map[string]string{LabelRun: runID, LabelEntry: fmt.Sprint(i)}
 			if p.GPU() {
 				r, err := res.IntendedResource(p)
 				if err != nil {
 					return nil, err
 				}
-				if m.Shape == ShapeWholeGPU {
-					r, t.expected = fakegpu.ResourceGPU, explain.WrongResource
+				switch m.Shape {
+				case ShapeWholeGPU:
+					pod = pod.GPU(fakegpu.ResourceGPU, 1)
+					t.expected = explain.WrongResource
+				case ShapeClaim:
+					class, err := classFor(classes, r)
+					if err != nil {
+						return nil, fmt.Errorf("workload %s: spec.mix[%d] (claim on pool %s): %w", w.File, i, m.Pool, err)
+					}
+					ct := workload.ClaimTemplate("scale", ns, claimTemplateName(runID, i), class, 1)
+					// The run's labels on the template and on the claims
+					// made from it, so cleanup finds both.
+					ct.Spec.ObjectMeta.Labels = map[string]string{}
+					for k, v := range labels {
+						ct.Labels[k] = v
+						ct.Spec.ObjectMeta.Labels[k] = v
+					}
+					t.claims = append(t.claims, ct)
+					pod = pod.RuntimeClass(workload.RuntimeClass).ClaimFromTemplate(PodClaim, ct.Name)
+				default:
+					pod = pod.GPU(r, 1)
 				}
-				pod = pod.GPU(r, 1)
 			}
-			pod.Labels[LabelRun] = runID
-			pod.Labels[LabelEntry] = fmt.Sprint(i)
+			for k, v := range labels {
+				pod.Labels[k] = v
+			}
 			t.pods = append(t.pods, pod.Pod)
 		}
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// ensureClaimTemplates creates the claim entries' ResourceClaimTemplates;
+// their namespaces must exist.
+func ensureClaimTemplates(ctx context.Context, cs kubernetes.Interface, ts []template) error {
+	for _, t := range ts {
+		for _, ct := range t.claims {
+			if _, err := cs.ResourceV1().ResourceClaimTemplates(ct.Namespace).Create(ctx, ct, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", ct.Namespace, ct.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // ensureNamespaces creates the scale namespace and the pods' own service

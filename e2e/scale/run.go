@@ -5,20 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/controller"
 )
 
@@ -66,6 +71,10 @@ type Result struct {
 	PeakLivePods int `json:"peakLivePods"`
 	// Threshold is the workload's, kept with the figures it is held against.
 	Threshold *WorkloadThreshold `json:"threshold,omitempty"`
+	// ClaimsOnly: every pod of the mix gets its GPU through a
+	// ResourceClaimTemplate, so bursts are set beside scheduler_perf's
+	// SchedulingWithResourceClaimTemplate.
+	ClaimsOnly bool `json:"claimsOnly,omitempty"`
 }
 
 // BringUp is node creation.
@@ -121,6 +130,10 @@ type Runner struct {
 	nodesStop   chan struct{}
 	seq         atomic.Int64
 	prof        *profiler // nil: no profiles
+	// draPools are the mix's pools whose GPUs DRA serves: the contract
+	// check reads their claims and devices, and the first phase waits
+	// for their devices to be published.
+	draPools map[string]bool
 }
 
 // NewRunner prepares pod templates and namespaces.
@@ -131,11 +144,25 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if opt.Log == nil {
 		opt.Log = func(string, ...any) {}
 	}
-	tmpl, err := buildTemplates(ctx, w, fl, res, runID)
+	var classes []resourcev1.DeviceClass
+	if slices.ContainsFunc(w.Spec.Mix, MixEntry.Claim) {
+		list, err := cs.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("listing DeviceClasses for the mix's claim pods: %w", err)
+		}
+		classes = list.Items
+	}
+	tmpl, err := buildTemplates(ctx, w, fl, res, classes, runID)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range tmpl {
+		for _, ct := range t.claims {
+			for k, v := range opt.Labels {
+				ct.Labels[k] = v
+				ct.Spec.ObjectMeta.Labels[k] = v
+			}
+		}
 		for _, p := range t.pods {
 			for k, v := range opt.Labels {
 				p.Labels[k] = v
@@ -151,7 +178,11 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if err := ensureNamespaces(ctx, cs, tmpl, opt.Labels); err != nil {
 		return nil, err
 	}
-	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{})}
+	if err := ensureClaimTemplates(ctx, cs, tmpl); err != nil {
+		return nil, err
+	}
+	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{}),
+		draPools: draPoolsOf(fl, w)}
 	if opt.ProfileDir != "" {
 		r.prof = newProfiler(opt.ProfileDir, fl.Metadata.Name, cs, opt.ClusterDir, opt.Log)
 	}
@@ -164,6 +195,7 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 // Run executes every phase. The fleet must be Ready.
 func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APISnapshot) (*Result, error) {
 	res := &Result{Fleet: r.fl.Metadata.Name, Workload: r.w.Metadata.Name, Nodes: bringUp.Nodes, Threshold: r.w.Spec.Threshold,
+		ClaimsOnly:  !slices.ContainsFunc(r.w.Spec.Mix, func(m MixEntry) bool { return !m.Claim() }),
 		NodeBringUp: BringUp{Nodes: bringUp.Nodes, CreateSeconds: bringUp.CreateTime.Seconds(), ReadySeconds: bringUp.ReadyTime.Seconds(), NodesPerSecond: bringUp.NodesPerSec}}
 	// This process may serve several runs: its peak RSS restarts here
 	// (writing 5 to clear_refs resets VmHWM) and its CPU is counted from here.
@@ -177,6 +209,9 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 	if r.prof != nil {
 		// Also after a failed phase: the profile may say why.
 		defer r.prof.heap(ctx, "end")
+	}
+	if err := r.waitDRAPublished(ctx); err != nil {
+		return res, err
 	}
 	for _, ph := range r.w.Spec.Phases {
 		pr, err := r.phase(ctx, ph)
@@ -659,5 +694,90 @@ func (r *Runner) contract(ctx context.Context) Contract {
 	if err != nil {
 		return Contract{Violations: 1, Examples: []string{"listing namespaces: " + err.Error()}}
 	}
-	return checkContract(r.fl, r.w, r.expected, nodes, pods, nss.Items)
+	dra, err := r.draState(ctx)
+	if err != nil {
+		return Contract{Violations: 1, Examples: []string{err.Error()}}
+	}
+	return checkContract(r.fl, r.w, r.expected, nodes, pods, nss.Items, dra)
+}
+
+// draPoolsOf names the mix's pools whose GPUs DRA serves.
+func draPoolsOf(fl *fleet.Fleet, w *Workload) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range w.Spec.Mix {
+		if p, ok := fl.Pool(m.Pool); ok && p.GPU() && p.DRA != nil {
+			out[p.Name] = true
+		}
+	}
+	return out
+}
+
+// draState reads what the contract check needs of DRA: the claims in the
+// namespaces the run's pods go to, NVIDIA's driver's slices and the
+// DeviceClasses (nil when the mix has no DRA pool).
+func (r *Runner) draState(ctx context.Context) (*draState, error) {
+	if len(r.draPools) == 0 {
+		return nil, nil
+	}
+	var claims []resourcev1.ResourceClaim
+	seen := map[string]bool{}
+	for _, t := range r.tmpl {
+		for _, p := range t.pods {
+			if seen[p.Namespace] {
+				continue
+			}
+			seen[p.Namespace] = true
+			// All of the namespace's claims, not only the run's labelled
+			// ones: the scheduler's claims for limits DRA serves carry
+			// no label of the run (dra-facts §3).
+			list, err := r.cs.ResourceV1().ResourceClaims(p.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing ResourceClaims in %s: %w", p.Namespace, err)
+			}
+			claims = append(claims, list.Items...)
+		}
+	}
+	published, err := r.cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: driverSelector})
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	classes, err := r.cs.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	return newDRAState(published.Items, claims, classes.Items), nil
+}
+
+// driverSelector limits a ResourceSlice list to NVIDIA's GPU driver.
+var driverSelector = fields.OneTermEqualSelector("spec.driver", fakegpu.DRADriver).String()
+
+// waitDRAPublished waits until NVIDIA's driver has published every pool
+// of the mix's DRA pools' nodes: the fakegpu controller publishes them
+// after the nodes join, and a claim burst before that would measure the
+// wait for devices, not scheduling.
+func (r *Runner) waitDRAPublished(ctx context.Context) error {
+	if len(r.draPools) == 0 {
+		return nil
+	}
+	var nodes []string
+	ours := labels.SelectorFromSet(r.opt.NodeSelector) // the run's nodes in a shared cluster
+	for _, o := range r.nodes.GetStore().List() {
+		if n := o.(*corev1.Node); r.draPools[n.Labels[fleet.LabelPool]] && ours.Matches(labels.Set(n.Labels)) {
+			nodes = append(nodes, n.Name)
+		}
+	}
+	start := time.Now()
+	// Every second, not every 100 ms: each poll lists every slice.
+	err := wait.Every(ctx, fmt.Sprintf("NVIDIA's DRA driver to publish the devices of %d nodes", len(nodes)), 5*time.Minute, time.Second, func(ctx context.Context) (bool, string, error) {
+		list, err := r.cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: driverSelector})
+		if err != nil {
+			return false, "", err
+		}
+		missing := unpublished(nodes, list.Items)
+		return len(missing) == 0, fmt.Sprintf("%d of %d nodes without a complete pool, e.g. %v", len(missing), len(nodes), missing[:min(3, len(missing))]), nil
+	})
+	if err == nil {
+		r.opt.Log("DRA devices of %d nodes published after %s", len(nodes), time.Since(start).Round(time.Millisecond))
+	}
+	return err
 }

@@ -63,3 +63,46 @@ func TestThresholdsApplyAtTheirScope(t *testing.T) {
 	assert.False(t, *tp.Met)
 	assert.Equal(t, "≥ 300 pods/s at 5,000–9,999 nodes, 20,000+ pods", tp.Target)
 }
+
+// The DRA workload's measured burst is held to scheduler_perf's
+// SchedulingWithResourceClaimTemplate threshold at 500 nodes and set
+// beside it; its first burst, as upstream's initPods, is not held.
+func TestClaimBurstIsSetBesideSchedulerPerf(t *testing.T) {
+	w, err := LoadWorkload(filepath.Join("..", "..", "manifests", "workloads", "dra-claims.yaml"))
+	require.NoError(t, err)
+	require.Len(t, w.Spec.Phases, 2)
+	for _, m := range w.Spec.Mix {
+		assert.Equal(t, ShapeClaim, m.Shape)
+	}
+	phases := func() []PhaseResult {
+		var out []PhaseResult
+		for _, ph := range w.Spec.Phases {
+			out = append(out, PhaseResult{Name: ph.Name, Kind: ph.Kind(), Created: ph.Pods, Threshold: ph.Threshold, SchedulingThroughput: Percentiles{Average: 50}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		nodes  int
+		target string // "" : printed without one
+	}{
+		{"scale-dra-500", 510, "≥ 56 pods/s at 500+ nodes"},
+		{"a smaller fleet", 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			figs := Figures(tc.name, &Result{Nodes: tc.nodes, Threshold: w.Spec.Threshold, ClaimsOnly: true, Phases: phases()})
+			init := figure(t, figs, "init SchedulingThroughput Average")
+			assert.Empty(t, init.Target, "the first burst is not measured against the threshold")
+			measure := figure(t, figs, "measure SchedulingThroughput Average")
+			assert.Contains(t, measure.Anchor, "SchedulingWithResourceClaimTemplate/5000pods_500nodes: threshold 56")
+			assert.Equal(t, tc.target, measure.Target)
+			if tc.target != "" {
+				require.NotNil(t, measure.Met)
+				assert.False(t, *measure.Met, "50 < 56")
+			}
+		})
+	}
+	// A mix that is not all claims keeps the anchor of device-plugin bursts.
+	other := figure(t, Figures("x", &Result{Nodes: 510, Phases: phases()}), "measure SchedulingThroughput Average")
+	assert.NotContains(t, other.Anchor, "ResourceClaimTemplate")
+}

@@ -36,9 +36,14 @@ const (
 	ShapeWholeGPU = "whole-gpu"
 	// ShapeUntolerated omits the pool's own taints: it must stay Pending.
 	ShapeUntolerated = "untolerated"
+	// ShapeClaim is the well-formed pod of a DRA pool that gets its GPU
+	// through a ResourceClaim made from a ResourceClaimTemplate (one
+	// device of the DeviceClass mapping the pool's resource) instead of a
+	// limit: scheduler_perf's SchedulingWithResourceClaimTemplate pod.
+	ShapeClaim = "claim"
 )
 
-var shapes = []string{ShapeWellFormed, ShapeWholeGPU, ShapeUntolerated}
+var shapes = []string{ShapeWellFormed, ShapeWholeGPU, ShapeUntolerated, ShapeClaim}
 
 // Workload is a scale workload file.
 type Workload struct {
@@ -68,12 +73,17 @@ type WorkloadSpec struct {
 type MixEntry struct {
 	Pool   string `json:"pool"`
 	Weight int    `json:"weight"`
-	// Shape: well-formed (default), whole-gpu or untolerated.
+	// Shape: well-formed (default), whole-gpu, untolerated or claim.
 	Shape string `json:"shape,omitempty"`
 }
 
 // Schedulable reports whether the contract expects the pod to be placed.
-func (m MixEntry) Schedulable() bool { return m.Shape == "" || m.Shape == ShapeWellFormed }
+func (m MixEntry) Schedulable() bool {
+	return m.Shape == "" || m.Shape == ShapeWellFormed || m.Shape == ShapeClaim
+}
+
+// Claim reports whether the pod gets its GPU through a ResourceClaim.
+func (m MixEntry) Claim() bool { return m.Shape == ShapeClaim }
 
 // Phase creates pods; its Opcode says how, as scheduler_perf's opcode
 // does, and which of the other fields it reads (opcodeFields).
@@ -115,7 +125,8 @@ const (
 	// spec.nodeName), only the mix's well-formed shapes: the state a burst
 	// reaches, at a size the scheduler would take too long to place here,
 	// for memory at fleet scale. Its throughput is the apiserver's and
-	// kwok's, not the scheduler's.
+	// kwok's, not the scheduler's. A mix with claim entries, or with
+	// entries on a DRA pool, cannot take one (Validate, CheckPools).
 	KindFill = "fill"
 )
 
@@ -252,6 +263,12 @@ func (w *Workload) Validate() error {
 			add("%s.pods: a %s phase needs pods >= 1 or livePodsPerNode >= 1", at, p.Opcode)
 		case p.Pods > 0 && p.LivePodsPerNode > 0:
 			add("%s: set pods or livePodsPerNode, not both", at)
+		case p.Fill() && slices.ContainsFunc(w.Spec.Mix, MixEntry.Claim):
+			// Refused rather than skipped: a phase never silently leaves
+			// out what its author wrote, and a claim bound by nodeName
+			// stays unallocated (only the scheduler allocates claims).
+			j := slices.IndexFunc(w.Spec.Mix, MixEntry.Claim)
+			add("%s.opcode: fill binds pods by nodeName, which leaves a ResourceClaim unallocated (only the scheduler allocates claims), and spec.mix[%d].shape is claim: use a burst", at, j)
 		case p.Fill() && !slices.ContainsFunc(w.Spec.Mix, MixEntry.Schedulable):
 			add("%s.opcode: fill binds only well-formed pods, and spec.mix has none", at)
 		}
@@ -265,6 +282,7 @@ func (w *Workload) Validate() error {
 // taints a candidate removed is not an error: that it lands is the finding.
 func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
 	var errs []error
+	fill := slices.IndexFunc(w.Spec.Phases, Phase.Fill)
 	for i, m := range w.Spec.Mix {
 		info, ok := pools[m.Pool]
 		switch {
@@ -272,6 +290,13 @@ func (w *Workload) CheckPools(pools map[string]PoolInfo) error {
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool))
 		case m.Shape == ShapeWholeGPU && (!info.GPU || info.Resource == fakegpu.ResourceGPU):
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: whole-gpu needs a pool that advertises something other than %s; %s advertises %q", w.File, i, fakegpu.ResourceGPU, m.Pool, info.Resource))
+		case m.Claim() && !info.DRA:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: claim needs a pool whose GPUs DRA serves; pool %s has no dra: in the fleet", w.File, i, m.Pool))
+		case fill >= 0 && info.DRA && m.Schedulable():
+			// Even a limit of the pool's resource is a claim there: the
+			// scheduler makes one (dra-facts §3), and a pod bound by
+			// nodeName gets none.
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: %s's GPUs are served by DRA, which only the scheduler allocates, and spec.phases[%d] (%s) is a fill, which binds pods by nodeName", w.File, i, m.Pool, fill, w.Spec.Phases[fill].Name))
 		}
 	}
 	return errors.Join(errs...)
@@ -282,6 +307,8 @@ type PoolInfo struct {
 	GPU bool
 	// Resource is what the pool's design advertises.
 	Resource string
+	// DRA: NVIDIA's DRA driver serves the pool's GPUs (dra: in the fleet).
+	DRA bool
 }
 
 // Pick returns the mix entry for the i-th pod of a phase. Entries are

@@ -8,6 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestPickKeepsTheMixInEveryStretch(t *testing.T) {
@@ -77,6 +80,7 @@ func TestBadWorkloadsNameTheField(t *testing.T) {
 		{"livePodsPerNode in churn", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: 5s, livePodsPerNode: 5}]}\n", "spec.phases[0] (c).livePodsPerNode: not a field of opcode churn"},
 		{"both sizes", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: f, pods: 5, livePodsPerNode: 5}]}\n", "spec.phases[0] (f): set pods or livePodsPerNode, not both"},
 		{"fill with nothing to place", head + "spec: {mix: [{pool: a, weight: 1, shape: untolerated}], phases: [{opcode: fill, name: f, pods: 5}]}\n", "spec.phases[0] (f).opcode: fill binds only well-formed pods"},
+		{"fill with claim pods", head + "spec: {mix: [{pool: a, weight: 1}, {pool: d, weight: 1, shape: claim}], phases: [{opcode: burst, name: b, pods: 5}, {opcode: fill, name: f, pods: 5}]}\n", "spec.phases[1] (f).opcode: fill binds pods by nodeName, which leaves a ResourceClaim unallocated (only the scheduler allocates claims), and spec.mix[1].shape is claim"},
 		{"throughput threshold on churn", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: churn, name: c, rate: 1, duration: 5s, threshold: {schedulingThroughput: {min: 300}}}]}\n", "spec.phases[0] (c).threshold.schedulingThroughput: not a threshold of opcode churn (it takes createToScheduledP99, mutatingP99)"},
 		{"latency threshold on fill", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: fill, name: f, pods: 1, threshold: {createToScheduledP99: {max: 5s}}}]}\n", "spec.phases[0] (f).threshold.createToScheduledP99: not a threshold of opcode fill"},
 		{"threshold without its limit", head + "spec: {mix: [{pool: a, weight: 1}], phases: [{opcode: burst, name: b, pods: 1, threshold: {schedulingThroughput: {minNodes: 5000}}}]}\n", "spec.phases[0] (b).threshold.schedulingThroughput.min: required"},
@@ -95,4 +99,75 @@ func TestBadWorkloadsNameTheField(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// CheckPools holds the mix to the fleet: a claim entry only on a pool
+// whose GPUs DRA serves, and no fill with entries on such a pool (a pod
+// bound by nodeName gets no claim allocated). Each error names the file
+// and the field.
+func TestCheckPoolsHoldsShapesToTheirPools(t *testing.T) {
+	pools := map[string]PoolInfo{
+		"dra":  {GPU: true, Resource: "nvidia.com/gpu", DRA: true},
+		"h100": {GPU: true, Resource: "nvidia.com/gpu"},
+		"mig":  {GPU: true, Resource: "nvidia.com/mig-1g.5gb"},
+		"cpu":  {},
+	}
+	burst := []Phase{{Opcode: KindBurst, Name: "b", Pods: 1}}
+	fill := []Phase{burst[0], {Opcode: KindFill, Name: "f", LivePodsPerNode: 1}}
+	for _, tc := range []struct {
+		name   string
+		mix    []MixEntry
+		phases []Phase
+		want   string // "" : valid
+	}{
+		{"claim on a DRA pool", []MixEntry{{Pool: "dra", Weight: 1, Shape: ShapeClaim}}, burst, ""},
+		{"well-formed on a DRA pool, no fill", []MixEntry{{Pool: "dra", Weight: 1}}, burst, ""},
+		{"fill on a device-plugin pool", []MixEntry{{Pool: "h100", Weight: 1}}, fill, ""},
+		{"claim on a device-plugin pool", []MixEntry{{Pool: "h100", Weight: 1}, {Pool: "h100", Weight: 1, Shape: ShapeClaim}}, burst,
+			"workload w.yaml: spec.mix[1].shape: claim needs a pool whose GPUs DRA serves; pool h100 has no dra: in the fleet"},
+		{"claim on a CPU pool", []MixEntry{{Pool: "cpu", Weight: 1, Shape: ShapeClaim}}, burst,
+			"workload w.yaml: spec.mix[0].shape: claim needs a pool whose GPUs DRA serves; pool cpu has no dra: in the fleet"},
+		{"claim on a pool the fleet lacks", []MixEntry{{Pool: "nope", Weight: 1, Shape: ShapeClaim}}, burst,
+			`workload w.yaml: spec.mix[0].pool: the fleet has no pool "nope"`},
+		{"fill with a well-formed entry on a DRA pool", []MixEntry{{Pool: "h100", Weight: 1}, {Pool: "dra", Weight: 1}}, fill,
+			"workload w.yaml: spec.mix[1].pool: dra's GPUs are served by DRA, which only the scheduler allocates, and spec.phases[1] (f) is a fill"},
+		{"whole-gpu still needs another resource", []MixEntry{{Pool: "dra", Weight: 1, Shape: ShapeWholeGPU}}, burst,
+			"workload w.yaml: spec.mix[0].shape: whole-gpu needs a pool that advertises something other than nvidia.com/gpu"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Workload{File: "w.yaml", Spec: WorkloadSpec{Mix: tc.mix, Phases: tc.phases}}
+			err := w.CheckPools(pools)
+			if tc.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// dra-claims on scale-dra-500: every claim pod must find a GPU (the
+// contract wants each placed), so the bursts add up to at most the
+// pool's GPUs; upstream's half-then-full is kept.
+func TestDRAWorkloadFitsItsFleet(t *testing.T) {
+	fl, err := fleet.Load(filepath.Join("..", "..", "manifests", "fleets", "scale-dra-500.yaml"))
+	require.NoError(t, err)
+	w, err := LoadWorkload(filepath.Join("..", "..", "manifests", "workloads", "dra-claims.yaml"))
+	require.NoError(t, err)
+	infos := map[string]PoolInfo{}
+	for _, p := range fl.Spec.Pools {
+		infos[p.Name] = PoolInfo{GPU: p.GPU(), DRA: p.GPU() && p.DRA != nil, Resource: fakegpu.ResourceGPU}
+	}
+	require.NoError(t, w.CheckPools(infos))
+	pool, ok := fl.Pool("gpu-h100-dra")
+	require.True(t, ok)
+	assert.Equal(t, 500, pool.Nodes, "scheduler_perf's 500 nodes")
+	gpus := pool.Nodes * pool.GPUsPerNode
+	pods := 0
+	for _, ph := range w.Spec.Phases {
+		pods += ph.Pods
+	}
+	assert.Equal(t, gpus, pods, "the bursts fill the pool's GPUs exactly, as upstream's fill its devices")
+	assert.Equal(t, gpus/2, w.Spec.Phases[0].Pods, "the first burst fills half")
 }

@@ -58,6 +58,13 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 			if err := expect.DeletePods(ctx, r.Client, sel, names...); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
+			// Claim templates a check made in tenant namespaces (its pods'
+			// claims go with the pods).
+			if tpls, err := r.Client.ResourceV1().ResourceClaimTemplates("").List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+				for _, tpl := range tpls.Items {
+					_ = r.Client.ResourceV1().ResourceClaimTemplates(tpl.Namespace).Delete(ctx, tpl.Name, metav1.DeleteOptions{})
+				}
+			}
 			if ns, ok := ctx.Value(namespaceKey{}).(string); ok {
 				_ = r.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 			}

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -297,22 +299,43 @@ func (c *Controller) failPodsOnRepartition(ctx context.Context, node *corev1.Nod
 }
 
 // failPod ends a running GPU pod whose devices went away: Failed, each
-// container terminated with reason, and an event saying why.
+// container terminated with reason, and an event saying why. The pod is
+// re-read on a conflict: a crash-looping pod's status is written by others
+// too, and the layout change that called for this happens once, so a lost
+// write would leave the pod running on devices that no longer exist.
 func (c *Controller) failPod(ctx context.Context, p *corev1.Pod, reason, msg string) error {
-	now := metav1.Now()
-	p = p.DeepCopy()
-	p.Status.Phase = corev1.PodFailed
-	p.Status.Reason = reason
-	p.Status.Message = msg
-	p.Status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
-		cs.Ready = false
-		cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: reason, Message: msg, FinishedAt: now}}
+	failed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		now := metav1.Now()
+		p = p.DeepCopy()
+		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			return nil
+		}
+		p.Status.Phase = corev1.PodFailed
+		p.Status.Reason = reason
+		p.Status.Message = msg
+		p.Status.ContainerStatuses = containerStatuses(p, func(cs *corev1.ContainerStatus) {
+			cs.Ready = false
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: reason, Message: msg, FinishedAt: now}}
+		})
+		setCondition(&p.Status, corev1.PodReady, corev1.ConditionFalse, reason, now)
+		_, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"})
+		if apierrors.IsConflict(err) {
+			fresh, gerr := c.client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return gerr
+			}
+			p = fresh
+		}
+		failed = err == nil
+		return err
 	})
-	setCondition(&p.Status, corev1.PodReady, corev1.ConditionFalse, reason, now)
-	if _, err := c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"}); err != nil {
+	if err != nil {
 		return ignoreNotFound(err)
 	}
-	c.recorder.Eventf(p, corev1.EventTypeWarning, reason, "%s", msg)
+	if failed {
+		c.recorder.Eventf(p, corev1.EventTypeWarning, reason, "%s", msg)
+	}
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
@@ -143,6 +144,9 @@ func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		if p.Mode() == fleet.ModeMIG {
 			pods = append(pods, workload.New(check, ns, p.Name+"-whole-gpu").ForPool(p, nil).GPU(fakegpu.ResourceGPU, 1).Pod)
 		}
+		if p.DRA != nil {
+			pods = append(pods, otherClassPods(ctx, t, r, check, p, pns, domain, res)...)
+		}
 		if p.Mode() == fleet.ModeExclusive && len(pods) < 64 {
 			wrongSKU := workload.New(check, ns, p.Name+"-unknown-sku").ForPool(p, nil).GPU(res, 1).
 				NodeSelector(map[string]string{"sku": "gpupool-no-such-sku"})
@@ -150,6 +154,34 @@ func mixedWorkload(ctx context.Context, t *testing.T, r *harness.Run, check stri
 			noSuchResource := workload.New(check, ns, p.Name+"-no-such-resource").ForPool(p, nil).GPU("nvidia.com/mig-gpupool-none", 1)
 			pods = append(pods, noSuchResource.Pod)
 		}
+	}
+	return pods
+}
+
+// otherClassPods are a DRA pool's tenant asking for devices of a
+// DeviceClass other than the one that maps the pool's resource (in the
+// reference, mig.nvidia.com on a pool of whole GPUs): by a claim from a
+// template, and by the class's implicit extended resource. Each must be
+// explained by the devices the class selects, not left unexplained.
+func otherClassPods(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.Pool, ns string, domain *fleet.TrustDomain, res string) []*corev1.Pod {
+	t.Helper()
+	classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []*corev1.Pod
+	for _, c := range classes.Items {
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == res {
+			continue
+		}
+		tpl := workload.ClaimTemplate(check, ns, p.Name+"-"+c.Name, c.Name, 1)
+		harness.Own(&tpl.ObjectMeta)
+		if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		claim := workload.New(check, ns, p.Name+"-claims-"+c.Name).ForPool(p, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tpl.Name)
+		implicit := workload.New(check, ns, p.Name+"-limits-"+c.Name).ForPool(p, domain).GPU(workload.ImplicitDeviceClassResource(c.Name), 1)
+		pods = append(pods, claim.Pod, implicit.Pod)
 	}
 	return pods
 }
