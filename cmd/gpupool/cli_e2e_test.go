@@ -213,7 +213,7 @@ spec:
 		{"malformed fleet", []string{"--fleet", malformed}, []string{malformed, "malformed fleet"}},
 		{"candidate object without a name", []string{"--candidate", badCandidate}, []string{"10-rc.yaml", "document 1", "metadata.name: required"}},
 		{"missing candidate", []string{"--candidate", filepath.Join(tmp, "nope")}, []string{"nope", "no such file"}},
-		{"stack images without simulated pools", []string{"--kwok-image", "k:1", "--fakegpu-image", "f:1"}, []string{"--kwok-image and --fakegpu-image", "go with --kubeconfig and --simulate-pools"}},
+		{"stack images without simulated pools", []string{"--kwok-image", "k:1", "--fakegpu-image", "f:1"}, []string{"--kwok-image and --fakegpu-image", "go with --kubeconfig (and, for gpupool run, --simulate-pools)"}},
 		{"half a stack in the cluster", []string{"--kubeconfig", malformed, "--simulate-pools", "--kwok-image", "k:1"}, []string{"--kwok-image and --fakegpu-image go together"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

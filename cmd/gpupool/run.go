@@ -211,7 +211,7 @@ func (t targetFlags) stackImages() (*harness.StackImages, error) {
 		return nil, nil
 	}
 	if !t.simulate {
-		return nil, errors.New("--kwok-image and --fakegpu-image run simulated pools' stack in the cluster: they go with --kubeconfig and --simulate-pools")
+		return nil, errors.New("--kwok-image and --fakegpu-image run simulated pools' stack in the cluster --kubeconfig names: they go with --kubeconfig (and, for gpupool run, --simulate-pools)")
 	}
 	if t.kwokImage == "" || t.fakegpuImage == "" {
 		return nil, errors.New("--kwok-image and --fakegpu-image go together: the simulated stack runs in the cluster whole or not at all")

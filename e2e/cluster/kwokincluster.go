@@ -66,19 +66,20 @@ func kwokConfig(labelSelector string) (string, error) {
 
 // KwokObjects are the objects that run a kwok controller in a cluster as a
 // Deployment named name in namespace, from image, managing the nodes
-// labelSelector selects ("": those annotated kwok.x-k8s.io/node=fake).
-func KwokObjects(name, namespace, image, pullPolicy, labelSelector string) ([]runtime.Object, error) {
+// labelSelector selects ("": those annotated kwok.x-k8s.io/node=fake);
+// guest: in a cluster gpupool did not make (incluster.Params.Guest).
+func KwokObjects(name, namespace, image, pullPolicy, labelSelector string, guest bool) ([]runtime.Object, error) {
 	config, err := kwokConfig(labelSelector)
 	if err != nil {
 		return nil, err
 	}
-	return incluster.Render(incluster.KwokController, incluster.Params{Name: name, Namespace: namespace, Image: image, PullPolicy: pullPolicy, Config: config})
+	return incluster.Render(incluster.KwokController, incluster.Params{Name: name, Namespace: namespace, Image: image, PullPolicy: pullPolicy, Config: config, Guest: guest})
 }
 
 // installKwok runs the kwok controller in the cluster from a local image
 // and waits until it is available.
 func installKwok(ctx context.Context, client kubernetes.Interface, image string, timeout time.Duration) error {
-	objs, err := KwokObjects(kwokName, kwokNamespace, image, "", "")
+	objs, err := KwokObjects(kwokName, kwokNamespace, image, "", "", false)
 	if err != nil {
 		return err
 	}

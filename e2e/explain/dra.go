@@ -30,8 +30,9 @@ func describe(r string) string {
 
 // classMatcher tells the devices a DeviceClass selects, by its CEL
 // selectors as the scheduler evaluates them (k8s.io/dynamic-resource-
-// allocation/cel). A selector that fails to compile or to evaluate (an
-// attribute a device lacks: dra-facts §6.8) selects nothing.
+// allocation/cel). A selector that fails to compile selects nothing; one
+// that fails to evaluate on a device (an attribute the device lacks) is an
+// error, which stops the scheduler's allocation (dra-facts §6.8).
 type classMatcher []dracel.CompilationResult
 
 func newClassMatcher(c resourcev1.DeviceClass) (classMatcher, bool) {
@@ -49,15 +50,18 @@ func newClassMatcher(c resourcev1.DeviceClass) (classMatcher, bool) {
 	return m, true
 }
 
-func (m classMatcher) matches(driver string, dev resourcev1.Device) bool {
+func (m classMatcher) matches(driver string, dev resourcev1.Device) (bool, error) {
 	in := dracel.Device{Driver: driver, AllowMultipleAllocations: dev.AllowMultipleAllocations, Attributes: dev.Attributes, Capacity: dev.Capacity}
-	for _, r := range m {
+	for i, r := range m {
 		ok, _, err := r.DeviceMatches(context.Background(), in)
-		if err != nil || !ok {
-			return false
+		if err != nil {
+			return false, fmt.Errorf("selector #%d: %w", i, err)
+		}
+		if !ok {
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
 // DRANode is what NVIDIA's DRA driver offers on one node, counted by the
@@ -78,14 +82,18 @@ type DRA struct {
 	ClassResources map[string]string
 	// Claims by namespace/name.
 	Claims map[string]*resourcev1.ResourceClaim
+	// Failing says, by the names a DeviceClass serves, how its selectors
+	// fail to evaluate on a published device (the first failure seen).
+	Failing map[string]string
 }
 
 // NewDRA reads the DRA side of a cluster from its objects.
 func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim, classes []resourcev1.DeviceClass) *DRA {
-	d := &DRA{Nodes: map[string]DRANode{}, ClassResources: map[string]string{}, Claims: map[string]*resourcev1.ResourceClaim{}}
+	d := &DRA{Nodes: map[string]DRANode{}, ClassResources: map[string]string{}, Claims: map[string]*resourcev1.ResourceClaim{}, Failing: map[string]string{}}
 	// The names each class's devices serve: its implicit name, and the
 	// name it maps.
 	type class struct {
+		name  string
 		names []string
 		match classMatcher
 	}
@@ -97,7 +105,7 @@ func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim
 			names = append(names, *r)
 		}
 		if m, ok := newClassMatcher(c); ok {
-			byClass = append(byClass, class{names, m})
+			byClass = append(byClass, class{c.Name, names, m})
 		}
 	}
 	newest := map[string]int64{}
@@ -115,7 +123,15 @@ func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim
 		n := d.node(*s.Spec.NodeName)
 		for _, dev := range s.Spec.Devices {
 			for _, c := range byClass {
-				if !c.match.matches(s.Spec.Driver, dev) {
+				ok, err := c.match.matches(s.Spec.Driver, dev)
+				if err != nil {
+					for _, r := range c.names {
+						if _, seen := d.Failing[r]; !seen {
+							d.Failing[r] = fmt.Sprintf("DeviceClass %s's %v on device %s of node %s", c.name, err, dev.Name, *s.Spec.NodeName)
+						}
+					}
+				}
+				if !ok {
 					continue
 				}
 				for _, r := range c.names {
@@ -221,6 +237,14 @@ func (d *DRA) offers(n corev1.Node) string {
 		return "nothing"
 	}
 	return strings.Join(out, ", ")
+}
+
+// failing says how the selectors of the class serving r fail ("" none).
+func (d *DRA) failing(r string) string {
+	if d == nil {
+		return ""
+	}
+	return d.Failing[r]
 }
 
 // anyServes reports whether any node offers r through DRA.

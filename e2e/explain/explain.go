@@ -23,6 +23,7 @@ const (
 	WrongResource    = "pool-advertises-another-resource"
 	PluginDown       = "device-plugin-down"
 	PoolFull         = "pool-full"
+	ClassFails       = "device-class-fails"
 	Unexplained      = "unexplained"
 )
 
@@ -97,6 +98,14 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 		return Reason{Unexplained, "not a GPU pod: its Pending state is outside the GPU pool contract"}
 	}
 	names := sortedKeys(req)
+
+	// A class whose selector fails to evaluate stops the scheduler's
+	// allocation with an error (dra-facts §6.8): nothing else matters.
+	for _, r := range names {
+		if f := c.DRA.failing(r); f != "" {
+			return Reason{ClassFails, "the scheduler cannot allocate " + describe(r) + ": " + f}
+		}
+	}
 
 	// Which resources does any node advertise at all?
 	for _, r := range names {

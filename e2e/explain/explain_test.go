@@ -112,8 +112,8 @@ func TestPendingOnDevicesAClassSelects(t *testing.T) {
 	classes := []resourcev1.DeviceClass{
 		{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{Selectors: sel("gpu"), ExtendedResourceName: &res}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "mig.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{Selectors: sel("mig")}},
-		// A selector on an attribute no device has fails to evaluate: it
-		// selects nothing (dra-facts §6.8).
+		// A selector on an attribute no device has fails to evaluate: the
+		// scheduler's allocation stops with an error (dra-facts §6.8).
 		{ObjectMeta: metav1.ObjectMeta{Name: "renamed"}, Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.attributes['gpu.nvidia.com'].pcieBusID == '0000:01:00.0'"}}}}},
 	}
 	mig := resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "mig", Namespace: "ns"},
@@ -143,6 +143,13 @@ func TestPendingOnDevicesAClassSelects(t *testing.T) {
 	got = Pod(&claimed, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
 	assert.Equal(t, WrongResource, got.Category)
 	assert.Equal(t, "pool dra offers DeviceClass gpu.nvidia.com, not DeviceClass mig.nvidia.com", got.Message)
+
+	renamed := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "renamed", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ImplicitClassPrefix + "renamed": *resource.NewQuantity(1, resource.DecimalSI)}}}}}}
+	got = Pod(&renamed, Cluster{Nodes: []corev1.Node{node}, DRA: dra})
+	assert.Equal(t, ClassFails, got.Category)
+	assert.Contains(t, got.Message, "the scheduler cannot allocate DeviceClass renamed: DeviceClass renamed's selector #0: ")
+	assert.Contains(t, got.Message, "on device gpu-0 of node d")
 
 	implicit := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "implicit", Namespace: "ns"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main",
 		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{ImplicitClassPrefix + "gpu.nvidia.com": *resource.NewQuantity(3, resource.DecimalSI)}}}}}}

@@ -243,6 +243,11 @@ func TestShapesAreCoherent(t *testing.T) {
 		if (len(p.Spec.ResourceClaims) > 0) != strings.Contains(strings.Join(s.Choices, ";"), "ResourceClaim from template") {
 			t.Fatalf("the shape's words do not say it claims: %s", s)
 		}
+		words := strings.Join(s.Choices, ";")
+		if (len(p.Spec.ResourceClaims) > 0 || strings.Contains(words, "implicit extended resource")) &&
+			(strings.Contains(words, "asks for") || strings.Contains(words, "requests")) {
+			t.Fatalf("a shape asking through DRA still describes the limit it replaced: %s", s)
+		}
 		if (len(p.Spec.InitContainers) > 0) != strings.Contains(strings.Join(s.Choices, ";"), "GPU limit in") {
 			t.Fatalf("the shape's words do not say where its GPU is: %s", s)
 		}

@@ -37,9 +37,9 @@ type Space struct {
 	Labels map[string]string
 	// NodeLabels are the labels of one node of each pool, by pool name.
 	NodeLabels map[string]map[string]string
-	// Claims are the ways a pod can ask for a device through DRA here: one
-	// per DeviceClass of the cluster, each with a ResourceClaimTemplate of
-	// that name in every namespace of Namespaces (none: shapes ask by
+	// Claims are the ways a pod can ask for a GPU through DRA here: one
+	// per GPU DeviceClass of the cluster, each with a ResourceClaimTemplate
+	// of that name in every namespace of Namespaces (none: shapes ask by
 	// limits alone).
 	Claims []ClaimSpace
 }
@@ -253,6 +253,7 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	}
 
 	// What it asks for, and how.
+	asked := len(d.choices)
 	res := []string{p.Resource}
 	switch d.pick(DimResource, 4) {
 	case 1:
@@ -302,7 +303,7 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	if len(req) > 0 {
 		gpu.Resources.Requests = req
 	}
-	s.ask(d, pod, gpu, count)
+	s.ask(d, pod, gpu, count, asked)
 
 	s.select_(d, pod, p, selDomain)
 	s.tolerate(d, pod, p, tolDomain, own)
@@ -374,12 +375,16 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 // container or by none (the pod still holds the device), or the
 // DeviceClass's implicit extended resource, which the scheduler serves
 // from DRA devices whether or not the class maps a resource.
-func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int64) {
+//
+// The resource, count and form drawn before are replaced, so their notes
+// (from index asked on) go: a shape says what it is.
+func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int64, asked int) {
 	opt := d.pick(DimAsk, 4)
 	if opt == 0 || len(s.Claims) == 0 {
 		return
 	}
 	c := s.Claims[rapid.IntRange(0, len(s.Claims)-1).Draw(d.t, "device-class")]
+	d.choices = d.choices[:asked]
 	switch opt {
 	case 1, 2:
 		gpu.Resources = corev1.ResourceRequirements{}
@@ -394,7 +399,7 @@ func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int
 		name := corev1.ResourceName(workload.ImplicitDeviceClassResource(c.Class))
 		q := *resource.NewQuantity(count, resource.DecimalSI)
 		gpu.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{name: q}}
-		d.note("limits %s, the DeviceClass's implicit extended resource, instead of an nvidia.com/ one", name)
+		d.note("limits %d %s, the DeviceClass's implicit extended resource, instead of an nvidia.com/ one", count, name)
 	}
 }
 

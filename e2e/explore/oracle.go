@@ -26,9 +26,11 @@ func GPURequests(p *corev1.Pod) map[string]int64 {
 }
 
 // HoldsGPU reports whether the pod gets a device: by an nvidia.com/ or an
-// implicit DeviceClass resource, or by a ResourceClaim. Exploration claims
-// only from the GPU DeviceClasses (Space.Claims), and a claim is allocated
-// for the pod whether or not a container references it.
+// implicit DeviceClass resource, or by a ResourceClaim (allocated for the
+// pod whether or not a container references it). Shapes claim only from
+// GPU DeviceClasses (Space.Claims); a neighbour's claim of another
+// driver's class would count too, erring toward reporting a violation
+// for a person to read rather than missing one.
 func HoldsGPU(p *corev1.Pod) bool { return len(GPURequests(p)) > 0 || len(p.Spec.ResourceClaims) > 0 }
 
 // whereGPU says which container lists ask for devices.

@@ -67,8 +67,9 @@ func Own(m *metav1.ObjectMeta) {
 // RemoveOwned deletes from the cluster every object labelled with the run
 // id (any run's when id is ""), and every check pod, of every kind the
 // apiserver serves, and waits until they are gone. Namespaced objects go
-// first, then namespaces, then cluster-scoped objects, CRDs last. It
-// returns how many objects it deleted.
+// first, then namespaces, then cluster-scoped objects, CRDs last; then the
+// run's simulated stack. timeout bounds the wait for the first, half of it
+// the wait for the stack. It returns how many objects it deleted.
 func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.Duration) (int, error) {
 	rc = rest.CopyConfig(rc)
 	rc.WarningHandler = rest.NoWarnings{} // listing every kind warns of deprecated ones
@@ -127,7 +128,11 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	var total int
 	var errs []error
 	for _, stack := range []bool{false, true} {
-		n, err := removeSelected(ctx, dyn, ordered, runSel, stack, timeout)
+		limit := timeout
+		if stack {
+			limit = timeout / 2 // a namespace and its RBAC
+		}
+		n, err := removeSelected(ctx, dyn, ordered, runSel, stack, limit)
 		total += n
 		if err != nil {
 			errs = append(errs, err)

@@ -33,7 +33,8 @@ func simulatedStackName() string { return "gpupool-sim-" + runHash() }
 
 // installSimulatedStack runs, in a namespace of the run's, a kwok
 // controller and a fakegpu controller for the nodes sel selects (the
-// run's alone), on the cluster's own nodes but never a KWOK one, and waits
+// run's alone), on the cluster's own nodes but never a KWOK, cordoned or
+// NotReady one, and waits
 // until both are available. Every object carries the run's label and
 // LabelStack, so RemoveOwned removes them, after the run's nodes and pods.
 func (r *Run) installSimulatedStack(ctx context.Context, img StackImages, sel string) error {
@@ -42,12 +43,12 @@ func (r *Run) installSimulatedStack(ctx context.Context, img StackImages, sel st
 	if err != nil {
 		return err
 	}
-	kwok, err := cluster.KwokObjects(name+"-kwok", name, img.Kwok, string(corev1.PullIfNotPresent), sel)
+	kwok, err := cluster.KwokObjects(name+"-kwok", name, img.Kwok, string(corev1.PullIfNotPresent), sel, true)
 	if err != nil {
 		return err
 	}
 	gpu, err := incluster.Render(incluster.FakeGPUController, incluster.Params{
-		Name: name + "-fakegpu", Namespace: name, Image: img.FakeGPU, PullPolicy: string(corev1.PullIfNotPresent),
+		Name: name + "-fakegpu", Namespace: name, Image: img.FakeGPU, PullPolicy: string(corev1.PullIfNotPresent), Guest: true,
 		OperatorNamespace: r.operatorNamespace(), NodeSelector: sel, DefaultMIGConfig: string(migDefault),
 	})
 	if err != nil {

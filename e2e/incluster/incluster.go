@@ -33,6 +33,10 @@ const (
 // Params fill in a template; each template uses the fields it needs.
 type Params struct {
 	Name, Namespace, Image string
+	// Guest: the cluster is not gpupool's (simulated pools joined to it):
+	// the component tolerates only the control plane's NoSchedule taint
+	// instead of every taint.
+	Guest bool
 	// PullPolicy of the image: Never (the default) for an image loaded
 	// into the nodes, as kind's are; IfNotPresent for one the cluster pulls.
 	PullPolicy string

@@ -50,7 +50,16 @@ func TestRender(t *testing.T) {
 
 	// Without real nodes named (a cluster gpupool did not make), the
 	// controller runs on any node but a KWOK one, pulling its image.
-	p.RealNodes, p.PullPolicy = nil, "IfNotPresent"
+	assert.Equal(t, []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, dep.Spec.Template.Spec.Tolerations, "gpupool's own cluster: any node it names")
+	p.RealNodes, p.PullPolicy, p.Guest = nil, "IfNotPresent", true
+	objs, err = Render(FakeGPUController, p)
+	require.NoError(t, err)
+	dep = objs[4].(*appsv1.Deployment)
+	guestTolerations := []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
+	assert.Equal(t, guestTolerations, dep.Spec.Template.Spec.Tolerations, "a guest never runs on a cordoned, NotReady or unreachable node")
+	objs, err = Render(KwokController, p)
+	require.NoError(t, err)
+	assert.Equal(t, guestTolerations, objs[4].(*appsv1.Deployment).Spec.Template.Spec.Tolerations)
 	objs, err = Render(FakeGPUController, p)
 	require.NoError(t, err)
 	dep = objs[4].(*appsv1.Deployment)

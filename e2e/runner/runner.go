@@ -177,7 +177,7 @@ func executeAttached(ctx context.Context, spec Spec, started time.Time) (*report
 		// deletion; then the run's own controllers.
 		defer r.Stop()
 		spec.phase("removing what run %s made in %s", spec.ID, r.Cluster.Name)
-		dctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		dctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // RemoveOwned's two waits, and its listing
 		defer cancel()
 		n, err := harness.RemoveOwned(dctx, r.Cluster.REST, spec.ID, 2*time.Minute)
 		if err != nil {

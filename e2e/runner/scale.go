@@ -94,7 +94,7 @@ func scaleAttached(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 	if r != nil && r.Cluster != nil {
 		defer func() {
 			defer r.Stop()
-			dctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			dctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute) // RemoveOwned's two waits, and its listing
 			defer cancel()
 			n, err := harness.RemoveOwned(dctx, r.Cluster.REST, name, 4*time.Minute)
 			if err != nil {

@@ -225,6 +225,9 @@ func claimTemplates(ctx context.Context, r *harness.Run, namespaces []string, ch
 		cs := explore.ClaimSpace{Class: c.Name, Template: "gpupool-explore-" + c.Name}
 		for _, ns := range namespaces {
 			t := workload.ClaimTemplate(check, ns, cs.Template, c.Name, 1)
+			// Shared by the rules running side by side: not one check's,
+			// whose teardown would take it from the others.
+			delete(t.Labels, workload.LabelCheck)
 			t.Labels[templateLabel] = "true"
 			harness.Own(&t.ObjectMeta)
 			if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

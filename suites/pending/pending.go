@@ -96,9 +96,12 @@ func schedulerSays(p *corev1.Pod) string {
 	return "nothing yet"
 }
 
+// unschedulable: the scheduler has said why not, Unschedulable or an
+// error (a DeviceClass whose selector fails, dra-facts §6.8).
 func unschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse &&
+			(c.Reason == corev1.PodReasonUnschedulable || c.Reason == corev1.PodReasonSchedulerError) {
 			return true
 		}
 	}
