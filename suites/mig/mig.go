@@ -83,8 +83,20 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			}
 			pod := runMIGPod(ctx, t, r, c.ID, pool, node, "busy")
 			relabel(ctx, t, r, pool, node, other)
-			got, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "fail: its MIG devices were removed", reconfigureTimeout, func(p *corev1.Pod) (bool, string) {
-				return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "GPUDevicesRemoved", expect.Describe(p)
+			// Not expect.PodReaches: a pod crash-looping on its devices (a
+			// candidate's runtime handler that hides them) is not stuck
+			// here, as the relabel still takes them and fails it.
+			var got *corev1.Pod
+			err = wait.For(ctx, fmt.Sprintf("pod %s/%s to fail: its MIG devices were removed", pod.Namespace, pod.Name), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+				p, err := r.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				got = p
+				if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && p.Status.Reason != "GPUDevicesRemoved" {
+					return false, "", fmt.Errorf("expected pod %s/%s to fail with GPUDevicesRemoved, but it ended otherwise: %s", p.Namespace, p.Name, expect.Describe(p))
+				}
+				return p.Status.Phase == corev1.PodFailed, expect.Describe(p), nil
 			})
 			if err != nil {
 				t.Errorf("%v: a pod whose MIG devices were repartitioned away kept running", err)
