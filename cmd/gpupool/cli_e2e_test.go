@@ -719,14 +719,7 @@ func clusterObjects(t *testing.T, kubeconfig string) []string {
 // left running on this machine.
 func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
-	fleetFile := filepath.Join(dir, "cpu-only.yaml")
-	require.NoError(t, os.WriteFile(fleetFile, []byte(`apiVersion: gpupool.dev/v1alpha1
-kind: Fleet
-metadata: {name: cpu-only}
-spec:
-  pools:
-    - {name: system, nodes: 2}
-`), 0o644))
+	fleetFile := cpuOnlyFleet(t, dir)
 	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
 	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--fleet", fleetFile)
 	before := clusterObjects(t, kubeconfig)
@@ -764,6 +757,21 @@ spec:
 	assert.NotContains(t, sr.stdout, "control plane peak RSS", "no figure for a control plane that is not this machine's")
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the scale run left objects behind, or removed some")
 	assertNoKwokOf(t, "") // any run's: nothing else runs beside this test
+}
+
+// cpuOnlyFleet writes a fleet of two CPU nodes into dir: a cluster the
+// simulated pools join with nothing of their own.
+func cpuOnlyFleet(t *testing.T, dir string) string {
+	t.Helper()
+	f := filepath.Join(dir, "cpu-only.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(`apiVersion: gpupool.dev/v1alpha1
+kind: Fleet
+metadata: {name: cpu-only}
+spec:
+  pools:
+    - {name: system, nodes: 2}
+`), 0o644))
+	return f
 }
 
 // assertNoKwokOf fails if a kwok a run started for its simulated pools

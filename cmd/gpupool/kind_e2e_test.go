@@ -6,7 +6,6 @@ package main
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,14 +27,7 @@ import (
 // scale run of 200 nodes does the same.
 func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
-	fleetFile := filepath.Join(dir, "cpu-only.yaml")
-	require.NoError(t, os.WriteFile(fleetFile, []byte(`apiVersion: gpupool.dev/v1alpha1
-kind: Fleet
-metadata: {name: cpu-only}
-spec:
-  pools:
-    - {name: system, nodes: 2}
-`), 0o644))
+	fleetFile := cpuOnlyFleet(t, dir)
 	images := map[string]string{}
 	b, err := os.ReadFile(harness.KindImagesFile())
 	require.NoError(t, err, "make build-kind writes the images")
