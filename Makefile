@@ -63,7 +63,7 @@ conformance-kind: build-kind
 ## The kind path end to end: the reference passes every check on kind, each
 ## kind-only check fails on a candidate that breaks it, and simulated pools
 ## joined to a cluster run their stack inside it.
-KIND_MUTANTS := manifests/candidates/broken-no-fail-requests-greater-than-one,manifests/candidates/broken-default-timesliced,manifests/candidates/broken-device-plugin-disabled
+KIND_MUTANTS := manifests/candidates/broken-no-fail-requests-greater-than-one,manifests/candidates/broken-default-timesliced,manifests/candidates/broken-device-plugin-disabled,manifests/candidates/broken-dra-node-runs-device-plugin
 test-kind: build-kind
 	$(BIN) run --provider kind --out reports/out/test-kind
 	$(BIN) mutants --provider kind --suites ./suites/kubelet --candidates $(KIND_MUTANTS) --out reports/out/test-kind-mutants

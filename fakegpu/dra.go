@@ -490,6 +490,17 @@ func CDIDeviceID(claimUID, device string) string {
 	return "k8s.gpu.nvidia.com/claim=" + claimUID + "-" + device
 }
 
+// CDIDevice splits a CDIDeviceID into the claim's UID and the device's
+// name (ok false: not one of the driver's claim devices).
+func CDIDevice(id string) (claimUID, device string, ok bool) {
+	rest, ok := strings.CutPrefix(id, "k8s.gpu.nvidia.com/claim=")
+	// A claim UID is a 36-character UUID; device names hold dashes too.
+	if !ok || len(rest) < 38 || rest[36] != '-' {
+		return "", "", false
+	}
+	return rest[:36], rest[37:], true
+}
+
 // AnnotationCDIDevices on a pod lists the CDI devices the simulated DRA
 // kubelet plugin prepared for its claims, comma-separated: what the
 // runtime would inject. Like AnnotationVisibleDevices, a record for
@@ -517,6 +528,23 @@ func DRANotReservedError(pod, podUID, claim, claimUID string) error {
 // plugin reads it from status.allocation.devices.results.
 type DRAAllocated struct {
 	Request, Driver, Pool, Device, ShareID string
+}
+
+// DRAAllocatedOf is the allocation of claim as the kubelet plugin reads
+// it (none while the claim is not allocated).
+func DRAAllocatedOf(claim *resourcev1.ResourceClaim) []DRAAllocated {
+	if claim.Status.Allocation == nil {
+		return nil
+	}
+	var out []DRAAllocated
+	for _, r := range claim.Status.Allocation.Devices.Results {
+		a := DRAAllocated{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device}
+		if r.ShareID != nil {
+			a.ShareID = string(*r.ShareID)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // DRAPrepared is NodePrepareResources' answer for one device (dra §4,

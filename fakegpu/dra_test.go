@@ -364,6 +364,18 @@ func TestDRAPrepare(t *testing.T) {
 	assert.ErrorContains(t, err, `device "gpu-0-mig-1g10gb-19-0" of pool "node-a" is not published by node node-a`)
 }
 
+func TestCDIDeviceSplitsTheID(t *testing.T) {
+	uid := "0b6c3f2e-8d41-4c1e-9a57-2f1d3e4c5b6a"
+	claim, dev, ok := CDIDevice(CDIDeviceID(uid, "gpu-0-mig-1g10gb-19-0"))
+	assert.True(t, ok)
+	assert.Equal(t, uid, claim)
+	assert.Equal(t, "gpu-0-mig-1g10gb-19-0", dev, "dashes in the device name stay")
+	for _, bad := range []string{"", "nvidia.com/gpu=0", "k8s.gpu.nvidia.com/claim=short-gpu-0"} {
+		_, _, ok := CDIDevice(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
 func TestDRASliceName(t *testing.T) {
 	// dra §2: generateName <5-hex index>-gpu.nvidia.com-<node>-.
 	assert.Equal(t, "00000-gpu.nvidia.com-node-a-", DRASliceName("node-a", 0))

@@ -3,6 +3,7 @@
 # static binary and no base (nothing to pull):
 #   gpupool/kwok:<version>                  the kwok controller for the fleet's KWOK nodes
 #   gpupool/fake-device-plugin:<hash>       cmd/fake-device-plugin, the kubelet device plugin
+#   gpupool/fake-dra-plugin:<hash>          cmd/fake-dra-plugin, the DRA kubelet plugin
 #   gpupool/fakegpu-controller:<hash>       cmd/fakegpu-controller, the simulated GPU Operator
 # Tags carry the binary's hash, so an unchanged binary is not re-imported.
 # Writes "name=image" lines to $GPUPOOL_CACHE/kind-images for the harness.
@@ -37,9 +38,12 @@ image gpupool/kwok "$KWOK_VERSION-" "$KWOK_BIN_DIR/kwok" /kwok; kwok="$REPLY"
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fake-device-plugin" ./cmd/fake-device-plugin)
 image gpupool/fake-device-plugin "" "$SCRATCH/fake-device-plugin" /fake-device-plugin; plugin="$REPLY"
 
+(cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fake-dra-plugin" ./cmd/fake-dra-plugin)
+image gpupool/fake-dra-plugin "" "$SCRATCH/fake-dra-plugin" /fake-dra-plugin; draplugin="$REPLY"
+
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fakegpu-controller" ./cmd/fakegpu-controller)
 image gpupool/fakegpu-controller "" "$SCRATCH/fakegpu-controller" /fakegpu-controller; controller="$REPLY"
 
-printf 'kwok=%s\ndevice-plugin=%s\nfakegpu-controller=%s\n' "$kwok" "$plugin" "$controller" > "$GPUPOOL_CACHE/kind-images.tmp"
+printf 'kwok=%s\ndevice-plugin=%s\ndra-plugin=%s\nfakegpu-controller=%s\n' "$kwok" "$plugin" "$draplugin" "$controller" > "$GPUPOOL_CACHE/kind-images.tmp"
 mv "$GPUPOOL_CACHE/kind-images.tmp" "$GPUPOOL_CACHE/kind-images"
 cat "$GPUPOOL_CACHE/kind-images"

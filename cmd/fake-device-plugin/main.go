@@ -27,28 +27,14 @@ import (
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/kubeletplugin"
+	"github.com/gpupool/gpupool/fakegpu/nodestack"
 )
-
-// clusterPolicies is the GPU Operator's ClusterPolicy resource. (The
-// fakegpu controller exports the same; importing it would pull its
-// workqueues into this binary.)
-var clusterPolicies = schema.GroupVersionResource{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"}
 
 // retryAfter is the wait before serving again after a server failed to
 // start (its socket could not be created).
@@ -72,13 +58,9 @@ func main() {
 	flag.Parse()
 
 	if err := run(o); err != nil {
-		logf("fake-device-plugin: %v", err)
+		nodestack.Logf("fake-device-plugin: %v", err)
 		os.Exit(1)
 	}
-}
-
-func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
 }
 
 func run(o options) error {
@@ -92,28 +74,20 @@ func run(o options) error {
 			return fmt.Errorf("--default-mig-config: %w", err)
 		}
 	}
-	rc, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
+	cs, dyn, host, err := nodestack.Clients(o.kubeconfig)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logf("fake-device-plugin: node %s, kubelet dir %s, GPU Operator namespace %s, cluster %s", o.nodeName, o.kubeletDir, o.namespace, rc.Host)
+	nodestack.Logf("fake-device-plugin: node %s, kubelet dir %s, GPU Operator namespace %s, cluster %s", o.nodeName, o.kubeletDir, o.namespace, host)
 	return serve(ctx, o, cs, dyn, defaultMIG)
 }
 
 // serve runs the plugin for o.nodeName until ctx ends, then removes its
 // sockets.
 func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.Interface, defaultMIG *fakegpu.MIGPartedConfig) error {
-	plugin, err := kubeletplugin.New(kubeletplugin.Options{NodeName: o.nodeName, Dir: o.kubeletDir, Log: logf})
+	plugin, err := kubeletplugin.New(kubeletplugin.Options{NodeName: o.nodeName, Dir: o.kubeletDir, Log: nodestack.Logf})
 	if err != nil {
 		return err
 	}
@@ -121,150 +95,35 @@ func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.
 		return err
 	}
 	defer plugin.Stop()
-
-	// Only this node: a DaemonSet pod per node must not watch the fleet.
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", o.nodeName).String()
-	}))
-	nsFactory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(o.namespace))
-	dynFactory := dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0)
-	nodes := nodeFactory.Core().V1().Nodes().Informer()
-	configMaps := nsFactory.Core().V1().ConfigMaps().Informer()
-	policies := dynFactory.ForResource(clusterPolicies).Informer()
-
-	// Events only wake the sync loop; one pending wake is enough, as each
-	// sync reads the caches afresh.
-	wake := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	}
-	handler := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { notify() },
-		UpdateFunc: func(any, any) { notify() },
-		DeleteFunc: func(any) { notify() },
-	}
-	for _, inf := range []cache.SharedIndexInformer{nodes, configMaps, policies} {
-		if _, err := inf.AddEventHandler(handler); err != nil {
-			return err
-		}
-	}
-	nodeFactory.Start(ctx.Done())
-	nsFactory.Start(ctx.Done())
-	dynFactory.Start(ctx.Done())
-	defer nodeFactory.Shutdown()
-	defer nsFactory.Shutdown()
-	defer dynFactory.Shutdown()
-
-	logf("fake-device-plugin: waiting for the Node, ConfigMap and ClusterPolicy caches (the ClusterPolicy CRD must exist)")
-	if !cache.WaitForCacheSync(ctx.Done(), nodes.HasSynced, configMaps.HasSynced, policies.HasSynced) {
-		logf("fake-device-plugin: stopped before the caches synced")
-		return nil
-	}
-	logf("fake-device-plugin: caches synced")
-	notify()
-
-	s := syncer{node: o.nodeName, plugin: plugin, defaultMIG: defaultMIG, nodes: nodes, configMaps: configMaps, policies: policies, retry: notify}
-	for {
-		select {
-		case <-ctx.Done():
-			logf("fake-device-plugin: stopping, removing the plugin sockets")
-			plugin.Stop()
-			return nil
-		case <-wake:
-			s.sync()
-		}
-	}
+	s := syncer{plugin: plugin}
+	nodestack.Watch(ctx, cs, dyn, nodestack.Options{Node: o.nodeName, Namespace: o.namespace, DefaultMIG: defaultMIG, Name: "fake-device-plugin", Log: nodestack.Logf}, s.sync)
+	nodestack.Logf("fake-device-plugin: stopping, removing the plugin sockets")
+	return nil
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		rc, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (pass --kubeconfig outside a pod): %w", err)
-		}
-		return rc, nil
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
-	}
-	return rc, nil
-}
-
-// syncer rebuilds the stack from the caches and updates the plugin,
-// logging only what changed.
+// syncer updates the plugin from the node's view, logging only what
+// changed.
 type syncer struct {
-	node       string
 	plugin     *kubeletplugin.Plugin
-	defaultMIG *fakegpu.MIGPartedConfig
-	nodes      cache.SharedIndexInformer
-	configMaps cache.SharedIndexInformer
-	policies   cache.SharedIndexInformer
-	// retry wakes the sync loop again; used when a server failed to start.
-	retry func()
-
-	lastConfigErr string
-	lastNodeState string
-	lastServed    string
+	lastServed string
 }
 
-func (s *syncer) sync() {
-	var objs []*unstructured.Unstructured
-	for _, o := range s.policies.GetStore().List() {
-		objs = append(objs, o.(*unstructured.Unstructured))
-	}
-	for _, o := range s.configMaps.GetStore().List() {
-		u, err := fakegpu.AsStackInput(o.(*corev1.ConfigMap), "ConfigMap")
-		if err != nil {
-			logf("fake-device-plugin: ConfigMap %s: %v", o.(*corev1.ConfigMap).Name, err)
-			continue
-		}
-		objs = append(objs, u)
-	}
-	stack, err := fakegpu.StackFromObjects(objs, s.defaultMIG)
-	configErr := ""
+func (s *syncer) sync(v nodestack.View) time.Duration {
+	var retry time.Duration
+	plan, err := s.plugin.Update(v.Stack, v.Labels, v.Annotations)
 	if err != nil {
-		// As the fakegpu controller does: an invalid config serves nothing.
-		stack, configErr = nil, "the GPU Operator config is invalid: "+err.Error()
-	}
-	if configErr != s.lastConfigErr {
-		if configErr != "" {
-			logf("fake-device-plugin: %s", configErr)
-		} else {
-			logf("fake-device-plugin: the GPU Operator config is valid again")
-		}
-		s.lastConfigErr = configErr
-	}
-
-	var labels, annotations map[string]string
-	nodeState := "found"
-	if o, ok, _ := s.nodes.GetStore().GetByKey(s.node); ok {
-		n := o.(*corev1.Node)
-		labels, annotations = n.Labels, n.Annotations
-	} else {
-		nodeState = "not found"
-	}
-	if nodeState != s.lastNodeState {
-		logf("fake-device-plugin: node %s %s", s.node, nodeState)
-		s.lastNodeState = nodeState
-	}
-
-	plan, err := s.plugin.Update(stack, labels, annotations)
-	if err != nil {
-		logf("fake-device-plugin: %v (retrying in %s)", err, retryAfter)
-		time.AfterFunc(retryAfter, s.retry)
+		nodestack.Logf("fake-device-plugin: %v (retrying in %s)", err, retryAfter)
+		retry = retryAfter
 	}
 	served := describe(plan)
-	if configErr != "" {
-		served = "nothing (" + configErr + ")"
+	if v.ConfigErr != "" {
+		served = "nothing (" + v.ConfigErr + ")"
 	}
 	if served != s.lastServed {
-		logf("fake-device-plugin: serving %s", served)
+		nodestack.Logf("fake-device-plugin: serving %s", served)
 		s.lastServed = served
 	}
+	return retry
 }
 
 // describe summarises a plan for the log: resources and device counts, or

@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/kubeletplugin"
+	"github.com/gpupool/gpupool/fakegpu/nodestack"
 )
 
 // registrations is a fake kubelet's Registration service: it records the
@@ -103,7 +104,7 @@ func TestServeFollowsTheCluster(t *testing.T) {
 	}}
 	cs := kubefake.NewClientset(node, configMap)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{clusterPolicies: "ClusterPolicyList"}, policy)
+		map[schema.GroupVersionResource]string{nodestack.ClusterPolicies: "ClusterPolicyList"}, policy)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var serveErr error

@@ -168,6 +168,10 @@ var (
 		ID: "dra.claim-pods-are-gpu-pods", Area: AreaDRA,
 		Rule: "A pod that gets a GPU through DRA (a ResourceClaim from a template, or a DeviceClass's implicit extended resource deviceclass.resource.kubernetes.io/<class>) is a GPU pod: well-formed it runs on its DRA pool with its devices prepared, and without runtimeClassName nvidia it is denied like any other GPU pod.",
 	})
+	KubeletDRAClaimsPrepared = Register(Check{
+		ID: "kubelet.dra-claims-prepared", Area: AreaDRA, Provider: "kind",
+		Rule: "On a real kubelet, a node of a DRA pool runs GPU pods with devices NVIDIA's DRA kubelet plugin prepared: a pod with a claim from a template and a pod limiting the pool's resource (the scheduler's extended-resource claim) both run, each with its own prepared device, no GPU handed out twice (not through a device plugin on the same node either), and once both are deleted their devices are unprepared: a pod asking every device of the node runs.",
+	})
 	DRAOneWayPerGPU = Register(Check{
 		ID: "dra.one-way-per-gpu", Area: AreaDRA,
 		Rule: "No node serves its GPUs both ways: a node publishing DRA devices of a DeviceClass that maps an extended resource offers none of that resource through a device plugin (else one GPU is handed out twice; dra-facts §6.2).",

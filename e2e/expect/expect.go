@@ -326,6 +326,10 @@ func Describe(p *corev1.Pod) string {
 	if p.Status.Reason != "" {
 		parts = append(parts, "reason "+p.Status.Reason)
 	}
+	if p.Status.Phase == corev1.PodFailed && p.Status.Message != "" {
+		// The kubelet's words for a pod it rejected.
+		parts = append(parts, fmt.Sprintf("message %q", p.Status.Message))
+	}
 	for _, c := range p.Status.ContainerStatuses {
 		switch {
 		case c.State.Waiting != nil:

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,29 @@ func WaitDevicePluginReady(ctx context.Context, r *Run, timeout time.Duration) e
 	return cluster.WaitPodsReady(ctx, r.Client, r.operatorNamespace(), DevicePluginLabels, len(r.Cluster.RealNodes), timeout)
 }
 
+// DRAPluginName names the fake DRA kubelet plugin's DaemonSet, its service
+// account and its RBAC objects.
+const DRAPluginName = "gpupool-fake-dra-plugin"
+
+// DRAPluginLabels select the fake DRA plugin's pods.
+var DRAPluginLabels = map[string]string{"app": DRAPluginName}
+
+// installDRAPlugin runs cmd/fake-dra-plugin on the cluster's real nodes
+// and waits until every one of its pods is ready. It publishes nothing
+// until a check enlists its node in a DRA pool.
+func (r *Run) installDRAPlugin(ctx context.Context, image string) error {
+	objs, err := incluster.Render(incluster.FakeDRAPlugin, incluster.Params{
+		Name: DRAPluginName, Namespace: r.operatorNamespace(), Image: image, RealNodes: r.Cluster.RealNodes,
+	})
+	if err != nil {
+		return err
+	}
+	if err := cluster.CreateIfMissing(ctx, r.Client, objs...); err != nil {
+		return fmt.Errorf("installing the fake DRA plugin: %w", err)
+	}
+	return cluster.WaitPodsReady(ctx, r.Client, r.operatorNamespace(), DRAPluginLabels, len(r.Cluster.RealNodes), 2*time.Minute)
+}
+
 // operatorNamespace is where the GPU Operator's objects live (the
 // fakegpu controller's default too).
 func (r *Run) operatorNamespace() string { return "gpu-operator" }
@@ -70,22 +94,43 @@ func (r *Run) DevicePluginPod(ctx context.Context, node string) (*corev1.Pod, er
 // ProbeImage is the fake device plugin's image pinned by digest, as the
 // node's kubelet knows it: kind-only checks run their GPU pods from it
 // ("probe" mode prints the environment the device plugin gave them), and
-// a pinned-images policy admits it.
+// a pinned-images policy admits it. The digest comes from the plugin's pod
+// on the node or, where none runs (a pool that turns the plugin off), from
+// the images the node reports.
 func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
-	p, err := r.DevicePluginPod(ctx, node)
+	image := r.Cluster.Images["device-plugin"]
+	if p, err := r.DevicePluginPod(ctx, node); err == nil {
+		image = p.Spec.Containers[0].Image
+		if len(p.Status.ContainerStatuses) > 0 {
+			if _, digest, ok := strings.Cut(p.Status.ContainerStatuses[0].ImageID, "@"); ok {
+				return repository(image) + "@" + digest, nil
+			}
+		}
+	}
+	if image == "" {
+		return "", fmt.Errorf("no fake device plugin image: the cluster has none, and no plugin pod runs on node %s", node)
+	}
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return "", err
 	}
-	if len(p.Status.ContainerStatuses) == 0 {
-		return "", fmt.Errorf("fake device plugin pod %s has no container status yet", p.Name)
+	for _, img := range n.Status.Images {
+		if !slices.ContainsFunc(img.Names, func(name string) bool { return strings.HasSuffix(name, "/"+image) || name == image }) {
+			continue
+		}
+		for _, name := range img.Names {
+			if _, digest, ok := strings.Cut(name, "@"); ok {
+				return repository(image) + "@" + digest, nil
+			}
+		}
 	}
-	_, digest, ok := strings.Cut(p.Status.ContainerStatuses[0].ImageID, "@")
-	if !ok {
-		return "", fmt.Errorf("fake device plugin pod %s: image ID %q has no digest", p.Name, p.Status.ContainerStatuses[0].ImageID)
+	return "", fmt.Errorf("node %s lists no digest of the fake device plugin's image %s, and no plugin pod runs there", node, image)
+}
+
+// repository is an image reference without its tag.
+func repository(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return image[:i]
 	}
-	repo := p.Spec.Containers[0].Image
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	return repo + "@" + digest, nil
+	return image
 }

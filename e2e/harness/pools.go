@@ -169,6 +169,34 @@ func (r *Run) FirstPool(t *testing.T, mode string) fleet.Pool {
 	return pools[0]
 }
 
+// FirstDRAPool is the fleet's first pool served by DRA; without one the
+// test is skipped.
+func (r *Run) FirstDRAPool(t *testing.T) fleet.Pool {
+	t.Helper()
+	for _, p := range r.Fleet.Spec.Pools {
+		if p.GPU() && p.DRA != nil {
+			return p
+		}
+	}
+	t.Skipf("fleet %s has no DRA pool", r.Fleet.Metadata.Name)
+	return fleet.Pool{}
+}
+
+// DeviceClassMapping is the DeviceClass that maps the extended resource
+// res onto DRA: the class a tenant of a DRA pool names in its claims.
+func (r *Run) DeviceClassMapping(ctx context.Context, res string) (string, error) {
+	classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing DeviceClasses: %w", err)
+	}
+	for _, c := range classes.Items {
+		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == res {
+			return c.Name, nil
+		}
+	}
+	return "", fmt.Errorf("expected a DeviceClass mapping %s (the DRA pool's tenants ask for it), but none does", res)
+}
+
 // LayoutAdvertisement is what a node of MIG pool p, at its designed
 // layout, should advertise once relabelled to the named mig-parted layout
 // (error: the GPU cannot take it). GPUs the layout leaves out keep the

@@ -77,7 +77,7 @@ func KindProvider(name string) (*cluster.Kind, error) {
 		StateDir:         dirs.StateDir(),
 		RuntimeHandlers:  []string{fakegpu.RuntimeHandler},
 		KwokImage:        images["kwok"],
-		RoleImages:       map[string]string{"device-plugin": images["device-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
+		RoleImages:       map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
 	})
 }
 
@@ -97,7 +97,7 @@ func readKindImages(path string) (map[string]string, error) {
 			out[k] = v
 		}
 	}
-	for _, want := range []string{"kwok", "device-plugin", "fakegpu-controller"} {
+	for _, want := range []string{"kwok", "device-plugin", "dra-plugin", "fakegpu-controller"} {
 		if out[want] == "" {
 			return nil, fmt.Errorf("kind provider: %s names no %s image; run hack/build-kind-images.sh", path, want)
 		}

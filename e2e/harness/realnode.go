@@ -46,9 +46,10 @@ func (r *Run) RealNode(ctx context.Context, t *testing.T) string {
 // EnlistRealNode makes the real node a member of pool p (of trust domain
 // d, if the pool is split), as the fleet makes its KWOK nodes: the pool's
 // labels and taints, and its GPU inventory, marked as served by a real
-// kubelet. It waits until the kubelet advertises resource (whatever count
-// the candidate's config gives: checks judge the count, not this), and
-// returns that count and a function that takes the node out again.
+// kubelet. It waits until the kubelet advertises resource (on a DRA pool:
+// until the DRA kubelet plugin publishes devices serving it), whatever
+// count the candidate's config gives (checks judge the count, not this),
+// and returns that count and a function that takes the node out again.
 func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *fleet.TrustDomain, resource string) (advertised int64, restore func(context.Context) error, err error) {
 	spec := fleet.NodeSpec{Pool: p, TrustDomain: d, Name: node}
 	shape, err := spec.Node()
@@ -80,10 +81,14 @@ func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *
 		return 0, nil, fmt.Errorf("enlisting node %s in pool %s: %w", node, p.Name, err)
 	}
 	restore = func(ctx context.Context) error {
-		// Only what enlisting added goes: the GPU stack's labels stay, as
-		// they would on a node leaving a pool.
+		// Only what enlisting set goes back: the GPU stack's labels stay,
+		// as they would on a node leaving a pool, but a label enlisting
+		// changed (a DRA pool turns the device plugin off) gets its value
+		// back.
 		for k := range labels {
-			if _, had := before.Labels[k]; !had {
+			if v, had := before.Labels[k]; had {
+				labels[k] = v
+			} else {
 				labels[k] = nil
 			}
 		}
@@ -96,6 +101,38 @@ func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *
 			"metadata": map[string]any{"labels": labels, "annotations": annotations},
 			"spec":     map[string]any{"taints": before.Spec.Taints},
 		})
+	}
+	if p.DRA != nil {
+		// The DRA kubelet plugin publishes the node's devices. Where the
+		// pool turns the device plugin off, the kubelet must also have
+		// dropped what a device plugin registered there before: until it
+		// does, the scheduler gives the resource through the device
+		// plugin's path and the kubelet rejects the pod (seen on kind:
+		// UnexpectedAdmissionError, "no healthy devices present").
+		pluginOff := shape.Labels[fakegpu.LabelDeployDevicePlugin] == "false"
+		what := fmt.Sprintf("the DRA kubelet plugin of %s to publish devices serving %s", node, resource)
+		if pluginOff {
+			what += ", and its kubelet to offer none through a device plugin"
+		}
+		// The kubelet notices a plugin gone within RealNodeTimeout.
+		err = wait.For(ctx, what, RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
+			devs, err := r.DRADevices(ctx, node)
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			advertised = int64(fakegpu.DRADevicesFor(devs, resource))
+			n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error(), nil
+			}
+			q := n.Status.Allocatable[corev1.ResourceName(resource)]
+			return advertised > 0 && (!pluginOff || q.IsZero()), fmt.Sprintf("%d devices published, %d serving %s; allocatable %s=%d", len(devs), advertised, resource, resource, q.Value()), nil
+		})
+		if err != nil {
+			_ = restore(ctx)
+			return 0, nil, err
+		}
+		return advertised, restore, nil
 	}
 	err = wait.For(ctx, fmt.Sprintf("the kubelet of %s to advertise %s", node, resource), EnlistTimeout, func(ctx context.Context) (bool, string, error) {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})

@@ -258,6 +258,13 @@ func (r *Run) Provision(ctx context.Context) error {
 		}
 		r.Log("fake device plugin ready on %v in %s", r.Cluster.RealNodes, time.Since(start).Round(time.Millisecond))
 	}
+	if img := r.Cluster.Images["dra-plugin"]; len(r.Cluster.RealNodes) > 0 && img != "" {
+		start = time.Now()
+		if err := r.installDRAPlugin(ctx, img); err != nil {
+			return err
+		}
+		r.Log("fake DRA plugin ready on %v in %s", r.Cluster.RealNodes, time.Since(start).Round(time.Millisecond))
+	}
 	fopt := r.opt.Fleet
 	if r.opt.JoinAdvertised {
 		// Nodes join stamped with the config the controller holds, so it

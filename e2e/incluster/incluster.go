@@ -1,7 +1,7 @@
 // Package incluster holds the objects gpupool runs inside a cluster with
 // real nodes (the kind path, and simulated pools joined to a cluster
 // gpupool did not make): the kwok controller, the fakegpu controller and
-// the fake device plugin, as YAML templates embedded in the binary, as kwok
+// the fake device and DRA plugins, as YAML templates embedded in the binary, as kwok
 // keeps its in-cluster objects.
 package incluster
 
@@ -28,6 +28,7 @@ const (
 	KwokController    = "kwok-controller.yaml"
 	FakeGPUController = "fakegpu-controller.yaml"
 	FakeDevicePlugin  = "fake-device-plugin.yaml"
+	FakeDRAPlugin     = "fake-dra-plugin.yaml"
 )
 
 // Params fill in a template; each template uses the fields it needs.
@@ -41,7 +42,7 @@ type Params struct {
 	// into the nodes, as kind's are; IfNotPresent for one the cluster pulls.
 	PullPolicy string
 	// RealNodes are the nodes with a real kubelet, where the component runs
-	// (the device plugin needs them; the fakegpu controller without them
+	// (the plugins need them; the fakegpu controller without them
 	// runs on any node but a KWOK one).
 	RealNodes []string
 	// OperatorNamespace holds the GPU Operator's ConfigMaps.
@@ -72,8 +73,8 @@ var funcs = template.FuncMap{
 
 // Render fills in the named template and decodes its objects, in order.
 func Render(name string, p Params) ([]runtime.Object, error) {
-	if p.Name == "" || p.Namespace == "" || p.Image == "" || len(p.RealNodes) == 0 && name == FakeDevicePlugin {
-		return nil, fmt.Errorf("%s: name, namespace, image and (for the device plugin) the real nodes are required", name)
+	if p.Name == "" || p.Namespace == "" || p.Image == "" || len(p.RealNodes) == 0 && (name == FakeDevicePlugin || name == FakeDRAPlugin) {
+		return nil, fmt.Errorf("%s: name, namespace, image and (for the plugins) the real nodes are required", name)
 	}
 	if p.PullPolicy == "" {
 		p.PullPolicy = "Never"

@@ -39,6 +39,18 @@ func TestRender(t *testing.T) {
 	assert.True(t, *ds.Spec.Template.Spec.Containers[0].SecurityContext.Privileged)
 	assert.Equal(t, corev1.HostPathDirectory, *ds.Spec.Template.Spec.Volumes[0].HostPath.Type)
 
+	objs, err = Render(FakeDRAPlugin, p)
+	require.NoError(t, err)
+	require.Len(t, objs, 4)
+	ds = objs[3].(*appsv1.DaemonSet)
+	assert.Equal(t, []string{"n1", "n2"}, ds.Spec.Template.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values)
+	var mounts []string
+	for _, m := range ds.Spec.Template.Spec.Containers[0].VolumeMounts {
+		mounts = append(mounts, m.MountPath)
+	}
+	assert.Equal(t, []string{"/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"}, mounts, "the kubelet's plugin directories and the CDI specs")
+	assert.Contains(t, objs[1].(*rbacv1.ClusterRole).Rules, rbacv1.PolicyRule{APIGroups: []string{"resource.k8s.io"}, Resources: []string{"resourceclaims"}, Verbs: []string{"get", "list", "watch"}})
+
 	objs, err = Render(KwokController, p)
 	require.NoError(t, err)
 	require.Len(t, objs, 5)
@@ -69,6 +81,8 @@ func TestRender(t *testing.T) {
 	assert.Equal(t, corev1.NodeSelectorRequirement{Key: "type", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"kwok"}}, term.MatchExpressions[0])
 	_, err = Render(FakeDevicePlugin, p)
 	assert.Error(t, err, "the device plugin runs on named real nodes only")
+	_, err = Render(FakeDRAPlugin, p)
+	assert.Error(t, err, "so does the DRA plugin")
 
 	_, err = Render(KwokController, Params{})
 	assert.Error(t, err, "a template with an empty image renders no valid objects")

@@ -110,15 +110,7 @@ func (c *Controller) prepareClaims(node *corev1.Node, p *corev1.Pod) ([]string, 
 		if claim.Status.Allocation == nil || !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
 			return nil, fmt.Errorf("%w: %w", errClaimNotSeen, fakegpu.DRANotReservedError(p.Name, string(p.UID), claim.Name, string(claim.UID)))
 		}
-		var allocated []fakegpu.DRAAllocated
-		for _, r := range claim.Status.Allocation.Devices.Results {
-			a := fakegpu.DRAAllocated{Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device}
-			if r.ShareID != nil {
-				a.ShareID = string(*r.ShareID)
-			}
-			allocated = append(allocated, a)
-		}
-		prepared, err := fakegpu.DRAPrepare(node.Name, published, string(claim.UID), allocated)
+		prepared, err := fakegpu.DRAPrepare(node.Name, published, string(claim.UID), fakegpu.DRAAllocatedOf(claim))
 		if err != nil {
 			return nil, err
 		}

@@ -98,15 +98,19 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 		}
 	}
 
-	// NVIDIA's DRA driver: its pool, or none (also when it stopped).
+	// NVIDIA's DRA driver: its pool, or none (also when it stopped). On a
+	// node with a real kubelet the DRA kubelet plugin publishes its own
+	// (cmd/fake-dra-plugin).
 	if d.DRAErr != "" && d.DRAErr != node.Annotations[fakegpu.AnnotationDRAError] {
 		c.recorder.Eventf(node, corev1.EventTypeWarning, "DRADriverDown", "nvidia DRA driver publishes nothing: %s", d.DRAErr)
 	}
-	if stale, err := c.reconcileSlices(ctx, node, d.DRA); err != nil {
-		return 0, err
-	} else if stale {
-		// The informer has not shown the last generation yet.
-		return 100 * time.Millisecond, nil
+	if !fakegpu.RealKubelet(node.Annotations) {
+		if stale, err := c.reconcileSlices(ctx, node, d.DRA); err != nil {
+			return 0, err
+		} else if stale {
+			// The informer has not shown the last generation yet.
+			return 100 * time.Millisecond, nil
+		}
 	}
 
 	// Events say why a node's GPUs changed.

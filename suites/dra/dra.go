@@ -43,17 +43,10 @@ func classFor(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	classes, err := r.Client.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if class, err = r.DeviceClassMapping(ctx, res); err != nil {
+		t.Fatalf("DRA pool %s: %v", p.Name, err)
 	}
-	for _, c := range classes.Items {
-		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == res {
-			return c.Name, res
-		}
-	}
-	t.Fatalf("DRA pool %s: expected a DeviceClass mapping %s (its tenants ask for it), but none does", p.Name, res)
-	return "", ""
+	return class, res
 }
 
 // tenantOf is what a tenant of the pool writes its pods with: the class

@@ -34,7 +34,10 @@ type enlisted struct {
 	// advertised is the count the kubelet advertises once enlisted.
 	advertised int64
 	image      string
-	restore    func(context.Context) error
+	// hadPlugin: the fake device plugin ran on the node before it was
+	// enlisted (a DRA pool takes it off).
+	hadPlugin bool
+	restore   func(context.Context) error
 }
 
 // enlist makes the real node a node of the first pool designed for mode,
@@ -42,8 +45,15 @@ type enlisted struct {
 // designed for.
 func enlist(ctx context.Context, t *testing.T, mode string) *enlisted {
 	t.Helper()
+	return enlistPool(ctx, t, suite.From(ctx).FirstPool(t, mode))
+}
+
+// enlistPool makes the real node a node of pool and waits until it serves
+// the resource the pool is designed for.
+func enlistPool(ctx context.Context, t *testing.T, pool fleet.Pool) *enlisted {
+	t.Helper()
 	r := suite.From(ctx)
-	e := &enlisted{node: r.RealNode(ctx, t), pool: r.FirstPool(t, mode)}
+	e := &enlisted{node: r.RealNode(ctx, t), pool: pool}
 	var err error
 	if e.resource, err = r.IntendedResource(e.pool); err != nil {
 		t.Fatal(err)
@@ -54,6 +64,8 @@ func enlist(ctx context.Context, t *testing.T, mode string) *enlisted {
 	if e.image, err = r.ProbeImage(ctx, e.node); err != nil {
 		t.Fatal(err)
 	}
+	_, err = r.DevicePluginPod(ctx, e.node)
+	e.hadPlugin = err == nil
 	if e.advertised, e.restore, err = r.EnlistRealNode(ctx, e.node, e.pool, e.domain, e.resource); err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +162,21 @@ func visibleDevices(ctx context.Context, r *harness.Run, pod *corev1.Pod) ([]str
 	}); err != nil {
 		return nil, err
 	}
-	prefix := kubeletplugin.EnvVisibleDevices + "="
-	var devices []string
+	v, err := loggedVariable(ctx, r, pod, kubeletplugin.EnvVisibleDevices)
+	if err != nil {
+		return nil, err
+	}
+	if v == "" {
+		return nil, fmt.Errorf("pod %s/%s runs without %s: the kubelet gave it no device from the plugin", pod.Namespace, pod.Name, kubeletplugin.EnvVisibleDevices)
+	}
+	return strings.Split(v, ","), nil
+}
+
+// loggedVariable is the value of the environment variable the probe
+// container of a running pod printed ("" when unset).
+func loggedVariable(ctx context.Context, r *harness.Run, pod *corev1.Pod, name string) (string, error) {
+	prefix := name + "="
+	var value string
 	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to log %s", pod.Namespace, pod.Name, prefix), harness.RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
 		b, err := r.Client.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
 		if err != nil {
@@ -159,16 +184,15 @@ func visibleDevices(ctx context.Context, r *harness.Run, pod *corev1.Pod) ([]str
 		}
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, prefix); ok {
-				if v == "" || v == "<unset>" {
-					return false, "", fmt.Errorf("pod %s/%s runs without %s: the kubelet gave it no device from the plugin", pod.Namespace, pod.Name, kubeletplugin.EnvVisibleDevices)
+				if v != "<unset>" {
+					value = v
 				}
-				devices = strings.Split(v, ",")
 				return true, "", nil
 			}
 		}
 		return false, fmt.Sprintf("log so far: %q", string(b)), nil
 	})
-	return devices, err
+	return value, err
 }
 
 func TestKubeletPluginLossWithdrawsGPUs(t *testing.T) {

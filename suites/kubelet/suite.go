@@ -1,7 +1,8 @@
 // Package kubelet checks what only a real kubelet enforces: the fake
 // device plugin registered over the kubelet's device-plugin API decides
 // allocations, the kubelet admits or rejects pods by them, and a plugin
-// that goes away takes its GPUs with it. Its checks run on the kind
+// that goes away takes its GPUs with it; on a DRA pool the fake DRA
+// kubelet plugin prepares the claims the kubelet hands it. Its checks run on the kind
 // provider; elsewhere they are skipped.
 package kubelet
 
@@ -20,4 +21,5 @@ var Suite = suite.New(&testenv, suite.Funcs{},
 	TestKubeletRejectsSharedRequestOverOne,
 	TestKubeletAllocatesDistinctGPUs,
 	TestKubeletPluginLossWithdrawsGPUs,
+	TestKubeletPreparesDRAClaims,
 )
