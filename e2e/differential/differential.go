@@ -43,8 +43,13 @@ const (
 	// nvidia.com/gpu on an exclusive one), filled in for each side.
 	PoolResource = "gpupool.dev/pool-resource"
 	// AnnotationPool names the sharing mode of the pool the shape runs on
-	// (exclusive, time-slicing, mps, mig): the fleet's first pool of it.
+	// (exclusive, time-slicing, mps, mig): the fleet's first pool of it;
+	// or ModeDRA: the fleet's first pool served by DRA.
 	AnnotationPool = "differential.gpupool.dev/pool"
+	// ModeDRA runs a shape on a DRA pool: the devices each side holds are
+	// the CDI devices its DRA plugin prepared (fakegpu.AnnotationCDIDevices),
+	// which the real side's plugin and the simulated kubelet both record.
+	ModeDRA = "dra"
 	// LabelShape marks both pods of a shape, so they are deleted together.
 	LabelShape = "gpupool.dev/differential-shape"
 	// DefaultRuntimeClass is what a shape that names none runs under: the
@@ -83,7 +88,7 @@ type Shape struct {
 }
 
 // modes a shape's pool may have.
-var modes = []string{fleet.ModeExclusive, fleet.ModeTimeSlicing, fleet.ModeMPS, fleet.ModeMIG}
+var modes = []string{fleet.ModeExclusive, fleet.ModeTimeSlicing, fleet.ModeMPS, fleet.ModeMIG, ModeDRA}
 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 

@@ -99,6 +99,9 @@ func (r *Run) DevicePluginPod(ctx context.Context, node string) (*corev1.Pod, er
 // the images the node reports.
 func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
 	image := r.Cluster.Images["device-plugin"]
+	if ds, err := r.Client.AppsV1().DaemonSets(r.operatorNamespace()).Get(ctx, DevicePluginName, metav1.GetOptions{}); err == nil {
+		image = ds.Spec.Template.Spec.Containers[0].Image // also where the run's images are not known (a suite's process)
+	}
 	if p, err := r.DevicePluginPod(ctx, node); err == nil {
 		image = p.Spec.Containers[0].Image
 		if len(p.Status.ContainerStatuses) > 0 {
@@ -108,7 +111,7 @@ func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
 		}
 	}
 	if image == "" {
-		return "", fmt.Errorf("no fake device plugin image: the cluster has none, and no plugin pod runs on node %s", node)
+		return "", fmt.Errorf("no fake device plugin image: the cluster runs no %s DaemonSet, and no plugin pod runs on node %s", DevicePluginName, node)
 	}
 	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {

@@ -120,9 +120,18 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 	realT.Side, realT.Node = differential.SideReal, e.node
 	simT.Side, simT.Node = differential.SideSim, node
 	realPod, simPod := s.PodFor(realT), s.PodFor(simT)
+	dra := s.Mode == differential.ModeDRA
 	// Both pods go, and are gone, before the next shape starts from the
-	// same free capacity.
+	// same free capacity. A DRA shape's pods go gracefully: forced, the
+	// real node's claims would still be prepared when the next shape's
+	// are allocated the same devices (deleteGracefully).
 	defer func() {
+		if dra {
+			if err := deleteGracefully(context.WithoutCancel(ctx), r, realPod.Namespace, realPod.Name, simPod.Name); err != nil {
+				t.Errorf("removing the pods of shape %s: %v", s.Name, err)
+			}
+			return
+		}
 		sel := labels.Set{workload.LabelCheck: d.check, differential.LabelShape: s.Name}.String()
 		if err := expect.DeletePods(context.WithoutCancel(ctx), r.Client, sel, realPod.Namespace); err != nil {
 			t.Errorf("removing the pods of shape %s: %v", s.Name, err)
@@ -141,11 +150,11 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 		return fmt.Errorf("admission let the real node's pod of shape %s by and not the KWOK node's: %w", s.Name, err)
 	}
 
-	realOut, err := realOutcome(ctx, r, realPod)
+	realOut, err := realOutcome(ctx, r, realPod, dra)
 	if err != nil {
 		return fmt.Errorf("pod shape %s on the real kubelet of %s: %w", s.Name, e.node, err)
 	}
-	simOut, err := simOutcome(ctx, r, simPod)
+	simOut, err := simOutcome(ctx, r, simPod, dra)
 	if err != nil {
 		return fmt.Errorf("pod shape %s on the simulated kubelet of %s: %w", s.Name, node, err)
 	}
@@ -159,14 +168,19 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 // join has the real node in the fleet's first pool of mode (a fleet
 // without one skips the shape), moving it out of the pool it is in.
 func (d *differentialRun) join(ctx context.Context, t *testing.T, mode string) (*enlisted, error) {
-	if d.e != nil && d.e.pool.Mode() == mode {
+	r := suite.From(ctx)
+	var pool fleet.Pool
+	if mode == differential.ModeDRA {
+		pool = r.FirstDRAPool(t)
+	} else {
+		pool = r.FirstPool(t, mode)
+	}
+	if d.e != nil && d.e.pool.Name == pool.Name {
 		return d.e, nil
 	}
 	if err := d.cannotJoin[mode]; err != nil {
 		return nil, fmt.Errorf("the real node could not join a %s pool for an earlier shape: %w", mode, err)
 	}
-	r := suite.From(ctx)
-	pool := r.FirstPool(t, mode)
 	d.e.leave(ctx, t)
 	d.e = nil
 	e, err := enlistIn(ctx, r, pool)
@@ -195,6 +209,8 @@ func enlistIn(ctx context.Context, r *harness.Run, pool fleet.Pool) (*enlisted, 
 	if e.image, err = r.ProbeImage(ctx, e.node); err != nil {
 		return nil, err
 	}
+	_, err = r.DevicePluginPod(ctx, e.node)
+	e.hadPlugin = err == nil
 	if e.advertised, e.restore, err = r.EnlistRealNode(ctx, e.node, pool, e.domain, e.resource); err != nil {
 		return nil, err
 	}
@@ -274,6 +290,15 @@ func sameFreeCapacity(ctx context.Context, r *harness.Run, e *enlisted, kwok str
 	if err != nil {
 		return err
 	}
+	if e.pool.DRA != nil {
+		devs, err := r.DRADevices(ctx, kwok)
+		if err != nil {
+			return err
+		}
+		if got := int64(fakegpu.DRADevicesFor(devs, e.resource)); got != e.advertised {
+			return fmt.Errorf("the nodes do not start from the same devices: KWOK node %s publishes %d serving %s, the real node's DRA plugin %d", kwok, got, e.resource, e.advertised)
+		}
+	}
 	want := suite.Allocatable(n, e.resource)
 	if err := r.WaitRealNodeAdvertises(ctx, e.node, map[string]int64{e.resource: want}); err != nil {
 		return fmt.Errorf("the nodes do not start from the same capacity: KWOK node %s advertises %d %s: %w", kwok, want, e.resource, err)
@@ -289,8 +314,10 @@ func sameFreeCapacity(ctx context.Context, r *harness.Run, e *enlisted, kwok str
 }
 
 // realOutcome waits for the real kubelet's verdict on pod: rejected at
-// admission, or running with each container's devices in its log.
-func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod) (differential.Outcome, error) {
+// admission, or running with each container's devices in its log (on a
+// DRA pool: the CDI devices the DRA plugin prepared, which it records on
+// the pod before the kubelet starts a container).
+func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
 	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be admitted and run, or be rejected, by the real kubelet (phase Running or Failed)", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 		return p.Status.Phase != corev1.PodPending && p.Status.Phase != "", expect.Describe(p)
 	})
@@ -299,6 +326,9 @@ func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod) (differen
 	}
 	if p.Status.Phase != corev1.PodRunning {
 		return differential.Observe(p, nil), nil
+	}
+	if dra {
+		return differential.Observe(p, splitIDs(p.Annotations[fakegpu.AnnotationCDIDevices])), nil
 	}
 	var devices []string
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
@@ -333,21 +363,29 @@ func containerDevices(ctx context.Context, r *harness.Run, p *corev1.Pod, contai
 }
 
 // simOutcome waits for the simulated kubelet's verdict on pod: rejected
-// (phase Failed), or running with its devices recorded on the pod.
-func simOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod) (differential.Outcome, error) {
-	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+fakegpu.AnnotationVisibleDevices+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
+// (phase Failed), or running with its devices recorded on the pod (on a
+// DRA pool, the CDI devices it prepared).
+func simOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
+	record := fakegpu.AnnotationVisibleDevices
+	if dra {
+		record = fakegpu.AnnotationCDIDevices
+	}
+	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+record+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 		done := p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded ||
-			(p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "")
-		return done, expect.Describe(p) + ", devices " + orUnset(p.Annotations[fakegpu.AnnotationVisibleDevices])
+			(p.Status.Phase == corev1.PodRunning && p.Annotations[record] != "")
+		return done, expect.Describe(p) + ", devices " + orUnset(p.Annotations[record])
 	})
 	if err != nil {
 		return differential.Outcome{}, err
 	}
-	var devices []string
-	if v := p.Annotations[fakegpu.AnnotationVisibleDevices]; v != "" {
-		devices = strings.Split(v, ",")
+	return differential.Observe(p, splitIDs(p.Annotations[record])), nil
+}
+
+func splitIDs(v string) []string {
+	if v == "" {
+		return nil
 	}
-	return differential.Observe(p, devices), nil
+	return strings.Split(v, ",")
 }
 
 func orUnset(s string) string {

@@ -98,13 +98,6 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 				t.Error(err)
 			}
 			e.leave(ctx, t)
-			// The pool turned the device plugin off; the checks after this
-			// one need it back where it ran.
-			if e.hadPlugin {
-				if err := harness.WaitDevicePluginReady(ctx, r, harness.RealNodeTimeout); err != nil {
-					t.Error(err)
-				}
-			}
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -73,9 +73,18 @@ func enlistPool(ctx context.Context, t *testing.T, pool fleet.Pool) *enlisted {
 }
 
 func (e *enlisted) leave(ctx context.Context, t *testing.T) {
-	if e != nil && e.restore != nil {
-		if err := e.restore(ctx); err != nil {
-			t.Errorf("taking %s out of pool %s: %v", e.node, e.pool.Name, err)
+	if e == nil || e.restore == nil {
+		return
+	}
+	if err := e.restore(ctx); err != nil {
+		t.Errorf("taking %s out of pool %s: %v", e.node, e.pool.Name, err)
+		return
+	}
+	// A DRA pool took the device plugin off the node; what runs next
+	// needs it back where it ran.
+	if e.pool.DRA != nil && e.hadPlugin {
+		if err := harness.WaitDevicePluginReady(ctx, suite.From(ctx), harness.RealNodeTimeout); err != nil {
+			t.Errorf("the device plugin after %s left pool %s: %v", e.node, e.pool.Name, err)
 		}
 	}
 }
