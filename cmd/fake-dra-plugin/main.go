@@ -77,7 +77,9 @@ func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.
 	if err := os.MkdirAll(dataDir, 0o750); err != nil {
 		return err
 	}
-	driver, err := draplugin.New(draplugin.Options{Node: o.nodeName, Client: cs, StateFile: filepath.Join(dataDir, "prepared.json"), CDIDir: o.cdiDir, Log: nodestack.Logf})
+	ctx, fail := context.WithCancelCause(ctx)
+	defer fail(nil)
+	driver, err := draplugin.New(draplugin.Options{Node: o.nodeName, Client: cs, StateFile: filepath.Join(dataDir, "prepared.json"), CDIDir: o.cdiDir, Log: nodestack.Logf, Fatal: fail})
 	if err != nil {
 		return err
 	}
@@ -99,6 +101,9 @@ func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.
 		return s.sync(ctx, v)
 	})
 	nodestack.Logf("fake-dra-plugin: stopping")
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err // exits non-zero: the DaemonSet restarts the plugin
+	}
 	return nil
 }
 

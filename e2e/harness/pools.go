@@ -159,14 +159,18 @@ func (r *Run) Insufficient(ctx context.Context, res string) (string, error) {
 	return "Insufficient " + res, nil
 }
 
-// FirstPool returns the first GPU pool designed for mode, or skips the test.
+// FirstPool returns the first GPU pool designed for mode whose GPUs the
+// device plugin serves (a DRA pool of the same mode is FirstDRAPool's), or
+// skips the test.
 func (r *Run) FirstPool(t *testing.T, mode string) fleet.Pool {
 	t.Helper()
-	pools := r.Fleet.PoolsWithMode(mode)
-	if len(pools) == 0 {
-		t.Skipf("fleet %s has no %s pool", r.Fleet.Metadata.Name, mode)
+	for _, p := range r.Fleet.PoolsWithMode(mode) {
+		if p.DRA == nil {
+			return p
+		}
 	}
-	return pools[0]
+	t.Skipf("fleet %s has no %s pool served by the device plugin", r.Fleet.Metadata.Name, mode)
+	return fleet.Pool{}
 }
 
 // FirstDRAPool is the fleet's first pool served by DRA; without one the

@@ -90,6 +90,9 @@ type Options struct {
 	// CDIDir receives one CDI spec per prepared claim.
 	CDIDir string
 	Log    func(format string, args ...any)
+	// Fatal is told of an error the plugin cannot go on after (nil: only
+	// logged).
+	Fatal func(error)
 }
 
 // Driver is the DRAPlugin: it holds the devices the node publishes now and
@@ -185,7 +188,9 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourcev1
 // same answer). Called with d.mu held.
 func (d *Driver) prepare(c *resourcev1.ResourceClaim) (Prepared, error) {
 	if p, ok := d.prepared[c.UID]; ok {
-		return p, nil
+		// The spec may be gone (/var/run is a tmpfs, the state file is
+		// not); writing it again is harmless.
+		return p, d.writeCDISpec(c.UID, p.Devices)
 	}
 	if c.Status.Allocation == nil {
 		// The helper checks this too; the driver does not rely on it.
@@ -199,8 +204,10 @@ func (d *Driver) prepare(c *resourcev1.ResourceClaim) (Prepared, error) {
 	if err != nil {
 		return Prepared{}, err
 	}
-	// The last line of defence against one device for two workloads: a
-	// whole device (no share) prepared for another claim is refused.
+	// The last line of defence against one device for two workloads: the
+	// same device, unshared, prepared for another claim is refused. (Only
+	// the same device: counters shared between a GPU and its partitions
+	// are the scheduler's to keep.)
 	for _, dev := range devices {
 		for uid, other := range d.prepared {
 			for _, od := range other.Devices {
@@ -232,11 +239,13 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	out := map[types.UID]error{}
 	for _, c := range claims {
 		out[c.UID] = nil
-		if _, ok := d.prepared[c.UID]; !ok {
-			continue
-		}
+		// The spec goes even when the state forgot the claim: its name
+		// is the claim's own.
 		if err := os.Remove(d.cdiSpecPath(c.UID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			out[c.UID] = err
+			continue
+		}
+		if _, ok := d.prepared[c.UID]; !ok {
 			continue
 		}
 		delete(d.prepared, c.UID)
@@ -245,10 +254,15 @@ func (d *Driver) UnprepareResourceClaims(_ context.Context, claims []kubeletplug
 	return out, d.save()
 }
 
-// HandleError logs what the helper met in the background (publishing
-// slices); every such error is worth a retry, which the helper does.
+// HandleError logs what the helper met in the background. Publishing
+// errors are recoverable (the helper retries); any other (a gRPC server
+// of the helper stopped) goes to Options.Fatal: the plugin cannot serve
+// the kubelet any more and must not look as if it did.
 func (d *Driver) HandleError(_ context.Context, err error, msg string) {
 	d.opt.Log("fake-dra-plugin: %s: %v", msg, err)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) && d.opt.Fatal != nil {
+		d.opt.Fatal(fmt.Errorf("%s: %w", msg, err))
+	}
 }
 
 // WatchHealthStatus: health reaches the scheduler as device taints in the
@@ -298,7 +312,10 @@ func (d *Driver) podRecords(pods map[types.NamespacedName]bool) map[types.Namesp
 // annotate records on each pod the CDI devices prepared for it, as the
 // simulated kubelet does (fakegpu.AnnotationCDIDevices): with a container
 // runtime that ignores CDI, the only trace of what the kubelet was handed.
-// A failure is logged: the preparation itself stands.
+// Only the pods a claim is reserved for when it is prepared are recorded
+// (the kubelet does not prepare a claim again for a second pod sharing
+// it). A failure is logged: the preparation itself stands, and a check
+// reading the record finds it missing.
 func (d *Driver) annotate(ctx context.Context, records map[types.NamespacedName]string) {
 	if d.opt.Client == nil {
 		return

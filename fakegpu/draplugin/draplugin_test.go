@@ -3,6 +3,8 @@ package draplugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -142,4 +144,37 @@ func TestUnprepareSurvivesARestart(t *testing.T) {
 	res, err := restarted.PrepareResourceClaims(context.Background(), []*resourcev1.ResourceClaim{claim(uid2, "c2", "", "gpu-0")})
 	require.NoError(t, err)
 	assert.NoError(t, res[uid2].Err)
+}
+
+// A lost spec comes back on the kubelet's next prepare, and unprepare
+// removes a claim's spec even when the state forgot the claim.
+func TestCDISpecsFollowTheKubelet(t *testing.T) {
+	dir := t.TempDir()
+	d, _ := newDriver(t, dir)
+	spec := filepath.Join(dir, "cdi", "k8s.gpu.nvidia.com-claim_"+uid1+".json")
+	_, err := d.PrepareResourceClaims(context.Background(), []*resourcev1.ResourceClaim{claim(uid1, "c1", "", "gpu-0")})
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(spec)) // a node restart empties /var/run
+	_, err = d.PrepareResourceClaims(context.Background(), []*resourcev1.ResourceClaim{claim(uid1, "c1", "", "gpu-0")})
+	require.NoError(t, err)
+	assert.FileExists(t, spec)
+
+	require.NoError(t, os.Remove(filepath.Join(dir, "prepared.json")))
+	forgetful, _ := newDriver(t, dir)
+	_, err = forgetful.UnprepareResourceClaims(context.Background(), []kubeletplugin.NamespacedObject{{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "c1"}, UID: uid1}})
+	require.NoError(t, err)
+	assert.NoFileExists(t, spec)
+}
+
+// An error the helper cannot recover from (its gRPC server stopped) is
+// fatal; a publishing error is only logged (the helper retries).
+func TestHandleErrorStopsOnlyOnFatalErrors(t *testing.T) {
+	var fatal []error
+	d, err := New(Options{Node: node, StateFile: filepath.Join(t.TempDir(), "s.json"), Log: t.Logf, Fatal: func(err error) { fatal = append(fatal, err) }})
+	require.NoError(t, err)
+	d.HandleError(context.Background(), fmt.Errorf("wrapped: %w", kubeletplugin.ErrRecoverable), "publishing slices")
+	assert.Empty(t, fatal)
+	d.HandleError(context.Background(), errors.New("listener closed"), "DRA gRPC server")
+	require.Len(t, fatal, 1)
+	assert.ErrorContains(t, fatal[0], "DRA gRPC server: listener closed")
 }

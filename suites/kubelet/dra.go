@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -94,7 +93,9 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 				return ctx
 			}
 			r := suite.From(ctx)
-			if err := expect.DeletePods(ctx, r.Client, labels.Set{workload.LabelCheck: c.ID}.String(), e.ns); err != nil {
+			// Gracefully: forced, the devices would still be prepared
+			// when whatever runs next on the node is given them.
+			if err := deleteGracefully(ctx, r, e.ns, "dra-claim", "dra-limit", "dra-all"); err != nil {
 				t.Error(err)
 			}
 			e.leave(ctx, t)
