@@ -47,8 +47,9 @@ const (
 	// or ModeDRA: the fleet's first pool served by DRA.
 	AnnotationPool = "differential.gpupool.dev/pool"
 	// ModeDRA runs a shape on a DRA pool: the devices each side holds are
-	// the CDI devices its DRA plugin prepared (fakegpu.AnnotationCDIDevices),
-	// which the real side's plugin and the simulated kubelet both record.
+	// also the CDI devices its DRA plugin prepared
+	// (fakegpu.AnnotationCDIDevices), which the real side's plugin and the
+	// simulated kubelet both record.
 	ModeDRA = "dra"
 	// LabelShape marks both pods of a shape, so they are deleted together.
 	LabelShape = "gpupool.dev/differential-shape"
@@ -94,8 +95,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Load reads every *.yaml file of dir as a shape: documents of kind
 // RuntimeClass, then one Pod. Shapes come back in file order, grouped by
-// pool mode (in the order the modes first appear), so a run moves the
-// real node between pools as rarely as it can.
+// pool mode (in the order the modes first appear, DRA last), so a run
+// moves the real node between pools as rarely as it can.
 func Load(dir string) ([]Shape, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
@@ -123,6 +124,12 @@ func Load(dir string) ([]Shape, error) {
 		if _, ok := first[s.Mode]; !ok {
 			first[s.Mode] = i
 		}
+	}
+	// DRA shapes last: their pool takes the device plugin off the real
+	// node, and a device-plugin pool joined after it could see the
+	// kubelet's stale allocatable before the plugin serves again.
+	if _, ok := first[ModeDRA]; ok {
+		first[ModeDRA] = len(out)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return first[out[i].Mode] < first[out[j].Mode] })
 	return out, nil

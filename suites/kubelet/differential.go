@@ -315,8 +315,9 @@ func sameFreeCapacity(ctx context.Context, r *harness.Run, e *enlisted, kwok str
 
 // realOutcome waits for the real kubelet's verdict on pod: rejected at
 // admission, or running with each container's devices in its log (on a
-// DRA pool: the CDI devices the DRA plugin prepared, which it records on
-// the pod before the kubelet starts a container).
+// DRA pool also the CDI devices the DRA plugin prepared, which it records
+// on the pod before the kubelet starts a container; a device plugin may
+// serve there too, and then the log has its devices).
 func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
 	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be admitted and run, or be rejected, by the real kubelet (phase Running or Failed)", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 		return p.Status.Phase != corev1.PodPending && p.Status.Phase != "", expect.Describe(p)
@@ -327,10 +328,10 @@ func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool)
 	if p.Status.Phase != corev1.PodRunning {
 		return differential.Observe(p, nil), nil
 	}
-	if dra {
-		return differential.Observe(p, splitIDs(p.Annotations[fakegpu.AnnotationCDIDevices])), nil
-	}
 	var devices []string
+	if dra {
+		devices = splitIDs(p.Annotations[fakegpu.AnnotationCDIDevices])
+	}
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
 		ids, err := containerDevices(ctx, r, p, c.Name)
 		if err != nil {
@@ -364,21 +365,28 @@ func containerDevices(ctx context.Context, r *harness.Run, p *corev1.Pod, contai
 
 // simOutcome waits for the simulated kubelet's verdict on pod: rejected
 // (phase Failed), or running with its devices recorded on the pod (on a
-// DRA pool, the CDI devices it prepared).
+// DRA pool also the CDI devices it prepared, where a device plugin may
+// serve too).
 func simOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
-	record := fakegpu.AnnotationVisibleDevices
+	records := []string{fakegpu.AnnotationVisibleDevices}
 	if dra {
-		record = fakegpu.AnnotationCDIDevices
+		records = append(records, fakegpu.AnnotationCDIDevices)
 	}
-	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+record+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
+	held := func(p *corev1.Pod) (ids []string) {
+		for _, k := range records {
+			ids = append(ids, splitIDs(p.Annotations[k])...)
+		}
+		return ids
+	}
+	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+strings.Join(records, " or ")+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 		done := p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded ||
-			(p.Status.Phase == corev1.PodRunning && p.Annotations[record] != "")
-		return done, expect.Describe(p) + ", devices " + orUnset(p.Annotations[record])
+			(p.Status.Phase == corev1.PodRunning && len(held(p)) > 0)
+		return done, expect.Describe(p) + ", devices " + orUnset(strings.Join(held(p), ","))
 	})
 	if err != nil {
 		return differential.Outcome{}, err
 	}
-	return differential.Observe(p, splitIDs(p.Annotations[record])), nil
+	return differential.Observe(p, held(p)), nil
 }
 
 func splitIDs(v string) []string {
