@@ -170,7 +170,7 @@ var (
 	})
 	KubeletDRAClaimsPrepared = Register(Check{
 		ID: "kubelet.dra-claims-prepared", Area: AreaDRA, Provider: "kind",
-		Rule: "On a real kubelet, a node of a DRA pool runs GPU pods with devices NVIDIA's DRA kubelet plugin prepared: a pod with a claim from a template and a pod limiting the pool's resource (the scheduler's extended-resource claim) both run, each with its own prepared device, no GPU handed out twice (not through a device plugin on the same node either), and once both are deleted their devices are unprepared: a pod asking every device of the node runs.",
+		Rule: "On a real kubelet, a node of a DRA pool runs GPU pods with devices NVIDIA's DRA kubelet plugin prepared: a pod with a claim from a template, a pod limiting the pool's resource and one limiting the DeviceClass's own resource deviceclass.resource.kubernetes.io/<class> (the scheduler's extended-resource claims) all run, each with its own prepared device, no GPU handed out twice (not through a device plugin on the same node either), and once they are deleted their devices are unprepared: a pod asking every device of the node runs.",
 	})
 	DRAOneWayPerGPU = Register(Check{
 		ID: "dra.one-way-per-gpu", Area: AreaDRA,

@@ -98,20 +98,15 @@ func (r *Run) DevicePluginPod(ctx context.Context, node string) (*corev1.Pod, er
 // on the node or, where none runs (a pool that turns the plugin off), from
 // the images the node reports.
 func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
-	image := r.Cluster.Images["device-plugin"]
-	if ds, err := r.Client.AppsV1().DaemonSets(r.operatorNamespace()).Get(ctx, DevicePluginName, metav1.GetOptions{}); err == nil {
-		image = ds.Spec.Template.Spec.Containers[0].Image // also where the run's images are not known (a suite's process)
+	ds, err := r.Client.AppsV1().DaemonSets(r.operatorNamespace()).Get(ctx, DevicePluginName, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the fake device plugin's DaemonSet %s: %w", DevicePluginName, err)
 	}
-	if p, err := r.DevicePluginPod(ctx, node); err == nil {
-		image = p.Spec.Containers[0].Image
-		if len(p.Status.ContainerStatuses) > 0 {
-			if _, digest, ok := strings.Cut(p.Status.ContainerStatuses[0].ImageID, "@"); ok {
-				return repository(image) + "@" + digest, nil
-			}
+	image := ds.Spec.Template.Spec.Containers[0].Image
+	if p, err := r.DevicePluginPod(ctx, node); err == nil && len(p.Status.ContainerStatuses) > 0 {
+		if _, digest, ok := strings.Cut(p.Status.ContainerStatuses[0].ImageID, "@"); ok {
+			return repository(image) + "@" + digest, nil
 		}
-	}
-	if image == "" {
-		return "", fmt.Errorf("no fake device plugin image: the cluster runs no %s DaemonSet, and no plugin pod runs on node %s", DevicePluginName, node)
 	}
 	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {

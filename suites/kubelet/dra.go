@@ -25,7 +25,7 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 	c := checks.KubeletDRAClaimsPrepared
 	var e *enlisted
 	f := suite.Feature(c).
-		Assess("on a real node of a DRA pool, a claim pod and a pod limiting the pool's resource each run with a device the DRA plugin prepared, no GPU handed out twice", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("on a real node of a DRA pool, a claim pod, a pod limiting the pool's resource and one limiting the class's own resource each run with a device the DRA plugin prepared, no GPU handed out twice", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
 			e = enlistPool(ctx, t, r.FirstDRAPool(t))
 			class, err := r.DeviceClassMapping(ctx, e.resource)
@@ -40,12 +40,16 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 				ClaimFromTemplate("gpu", tmpl.Name).NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
 				Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
 			limitPod := e.probePod(c.ID, "dra-limit", 1)
+			// The class's own extended resource: another way a tenant asks.
+			implicitPod := workload.New(c.ID, e.ns, "dra-implicit").ForPool(e.pool, e.domain).GPU(workload.ImplicitDeviceClassResource(class), 1).
+				NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
+				Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
 			uuids, err := draUUIDs(ctx, r, e.node)
 			if err != nil {
 				t.Fatal(err)
 			}
 			holder := map[string]string{}
-			for _, pod := range []*corev1.Pod{claimPod, limitPod} {
+			for _, pod := range []*corev1.Pod{claimPod, limitPod, implicitPod} {
 				if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
 					t.Fatal(err)
 				}
@@ -63,12 +67,12 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 			}
 			return ctx
 		}).
-		Assess("once both are deleted, their devices are unprepared: a pod asking every device of the node runs with all of them", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("once they are deleted, their devices are unprepared: a pod asking every device of the node runs with all of them", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			if e == nil {
 				t.Fatal("the previous assessment failed before enlisting the real node")
 			}
 			r := suite.From(ctx)
-			if err := deleteGracefully(ctx, r, e.ns, "dra-claim", "dra-limit"); err != nil {
+			if err := deleteGracefully(ctx, r, e.ns, "dra-claim", "dra-limit", "dra-implicit"); err != nil {
 				t.Fatal(err)
 			}
 			uuids, err := draUUIDs(ctx, r, e.node)
@@ -95,7 +99,7 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 			r := suite.From(ctx)
 			// Gracefully: forced, the devices would still be prepared
 			// when whatever runs next on the node is given them.
-			if err := deleteGracefully(ctx, r, e.ns, "dra-claim", "dra-limit", "dra-all"); err != nil {
+			if err := deleteGracefully(ctx, r, e.ns, "dra-claim", "dra-limit", "dra-implicit", "dra-all"); err != nil {
 				t.Error(err)
 			}
 			e.leave(ctx, t)

@@ -52,21 +52,8 @@ func enlist(ctx context.Context, t *testing.T, mode string) *enlisted {
 // the resource the pool is designed for.
 func enlistPool(ctx context.Context, t *testing.T, pool fleet.Pool) *enlisted {
 	t.Helper()
-	r := suite.From(ctx)
-	e := &enlisted{node: r.RealNode(ctx, t), pool: pool}
-	var err error
-	if e.resource, err = r.IntendedResource(e.pool); err != nil {
-		t.Fatal(err)
-	}
-	if e.ns, e.domain, err = suite.NamespaceFor(ctx, e.pool); err != nil {
-		t.Fatal(err)
-	}
-	if e.image, err = r.ProbeImage(ctx, e.node); err != nil {
-		t.Fatal(err)
-	}
-	_, err = r.DevicePluginPod(ctx, e.node)
-	e.hadPlugin = err == nil
-	if e.advertised, e.restore, err = r.EnlistRealNode(ctx, e.node, e.pool, e.domain, e.resource); err != nil {
+	e, err := enlistIn(ctx, suite.From(ctx), pool)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return e
