@@ -32,17 +32,17 @@ var AIRequirements = []AIRequirement{
 			"kubelet.allocates-distinct-gpus",
 			"explore.gpu-pods-run-under-nvidia", "explore.gpu-pods-select-one-pool", "explore.no-cross-trust-timeslice",
 			"explore.gpu-images-pinned", "explore.gpu-pods-own-serviceaccount",
-			"dra.claim-pods-are-gpu-pods", "dra.one-way-per-gpu",
+			"dra.claim-pods-are-gpu-pods", "dra.one-way-per-gpu", "dra.no-cross-trust-shared-device",
 		},
 	},
 	{
 		ID: "gpu_sharing", Level: "SHOULD",
-		// Time-slicing with its oversubscription rules, and MIG devices
-		// exposed as schedulable resources.
+		// Time-slicing with its oversubscription rules, MIG devices
+		// exposed as schedulable resources, and DRA's consumable shares.
 		Checks: []string{
 			"pool.advertises-designed-resources", "pool.pending-on-wrong-resource",
 			"sharing.fail-requests-greater-than-one", "sharing.gpu-memory-bounded", "sharing.no-cross-trust-timeslice",
-			"mig.relabel-is-a-drain", "kubelet.rejects-shared-request-over-one",
+			"mig.relabel-is-a-drain", "kubelet.rejects-shared-request-over-one", "dra.no-cross-trust-shared-device",
 		},
 	},
 	{

@@ -129,7 +129,7 @@ var (
 	// node is held to what a real kubelet does with the same pod.
 	KubeletSimulatorAgrees = Register(Check{
 		ID: "kubelet.simulator-agrees", Area: AreaSharing, Provider: "kind",
-		Rule: "Every pod shape of the differential corpus (manifests/differential: multi-container, init and sidecar containers, shared and exclusive GPUs, over-requests, a non-NVIDIA runtime handler, GPUs of a DRA pool through the extended-resource claim) gets the same phase, reason, message and number of distinct devices from the simulated kubelet on a KWOK node as from a real kubelet on a node of the same pool.",
+		Rule: "Every pod shape of the differential corpus (manifests/differential: multi-container, init and sidecar containers, shared and exclusive GPUs, over-requests, a non-NVIDIA runtime handler, GPUs of a DRA pool through the extended-resource claim or claims from templates, one used by two containers or by none) gets the same phase, reason, message and number of distinct devices from the simulated kubelet on a KWOK node as from a real kubelet on a node of the same pool.",
 	})
 )
 
@@ -150,7 +150,7 @@ var (
 	})
 	ExploreNoCrossTrust = Register(Check{
 		ID: "explore.no-cross-trust-timeslice", Area: AreaExploration,
-		Rule: "No pod a tenant can write lands on a time-sliced node of another trust domain: every live GPU-holding pod on such a node belongs to the node's trust domain.",
+		Rule: "No pod a tenant can write lands on a shared-GPU node (time-sliced, or DRA with consumable shares) of another trust domain: every live GPU-holding pod on such a node belongs to the node's trust domain.",
 	})
 	ExploreImagesPinned = Register(Check{
 		ID: "explore.gpu-images-pinned", Area: AreaExploration,
@@ -171,6 +171,14 @@ var (
 	KubeletDRAClaimsPrepared = Register(Check{
 		ID: "kubelet.dra-claims-prepared", Area: AreaDRA, Provider: "kind",
 		Rule: "On a real kubelet, a node of a DRA pool runs GPU pods with devices NVIDIA's DRA kubelet plugin prepared: a pod with a claim from a template, a pod limiting the pool's resource and one limiting the DeviceClass's own resource deviceclass.resource.kubernetes.io/<class> (the scheduler's extended-resource claims) all run, each with its own prepared device, no GPU handed out twice (not through a device plugin on the same node either), and once they are deleted their devices are unprepared: a pod asking every device of the node runs.",
+	})
+	DRANoCrossTrustSharedDevice = Register(Check{
+		ID: "dra.no-cross-trust-shared-device", Area: AreaDRA,
+		Rule: "A GPU that DRA hands to several claims at once (consumable capacity, allowMultipleAllocations) is never shared across trust domains: a pod of one trust domain asking for a GPU on another's nodes, by a claim or by a mapped limit, is denied, and with every trust domain filling the pool, no device is allocated to the claims of two trusts.",
+	})
+	DRAClassesSelectTheirPools = Register(Check{
+		ID: "dra.device-classes-select-their-pools", Area: AreaDRA,
+		Rule: "A DeviceClass a DRA pool names for its SKU selects what it says: a claim of it runs on that pool with a device prepared, and a claim of it aimed at a DRA pool of another SKU stays Pending (cannot allocate all claims), never given that pool's GPU; a selector that reads an attribute the devices lack aborts allocation (dra-facts §6.8) and fails the first.",
 	})
 	DRAOneWayPerGPU = Register(Check{
 		ID: "dra.one-way-per-gpu", Area: AreaDRA,

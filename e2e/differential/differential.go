@@ -24,6 +24,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -42,6 +43,10 @@ const (
 	// designed for (nvidia.com/gpu.shared on a renamed time-sliced pool,
 	// nvidia.com/gpu on an exclusive one), filled in for each side.
 	PoolResource = "gpupool.dev/pool-resource"
+	// PoolClass is a placeholder deviceClassName in a shape's
+	// ResourceClaimTemplates: the DeviceClass that maps the DRA pool's
+	// resource, filled in as PoolResource is.
+	PoolClass = "gpupool.dev/pool-class"
 	// AnnotationPool names the sharing mode of the pool the shape runs on
 	// (exclusive, time-slicing, mps, mig): the fleet's first pool of it;
 	// or ModeDRA: the fleet's first pool served by DRA.
@@ -83,6 +88,10 @@ type Shape struct {
 	Mode string
 	// RuntimeClasses are created before the shape runs and removed after.
 	RuntimeClasses []*nodev1.RuntimeClass
+	// ClaimTemplates (DRA shapes) are created in the pods' namespace
+	// before the shape runs and removed after; both sides' pods claim
+	// from them, each getting claims of its own.
+	ClaimTemplates []*resourcev1.ResourceClaimTemplate
 	// Pod is the template: the shape's containers and limits, with
 	// PoolResource where the pool's resource goes.
 	Pod *corev1.Pod
@@ -94,7 +103,7 @@ var modes = []string{fleet.ModeExclusive, fleet.ModeTimeSlicing, fleet.ModeMPS, 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Load reads every *.yaml file of dir as a shape: documents of kind
-// RuntimeClass, then one Pod. Shapes come back in file order, grouped by
+// RuntimeClass or ResourceClaimTemplate, then one Pod. Shapes come back in file order, grouped by
 // pool mode (in the order the modes first appear, DRA last), so a run
 // moves the real node between pools as rarely as it can.
 func Load(dir string) ([]Shape, error) {
@@ -160,6 +169,15 @@ func Parse(name string, data []byte) (Shape, error) {
 				return s, fmt.Errorf("document %d: %w", i+1, err)
 			}
 			s.RuntimeClasses = append(s.RuntimeClasses, rc)
+		case meta.Kind == "ResourceClaimTemplate" && meta.APIVersion == "resource.k8s.io/v1":
+			tmpl := &resourcev1.ResourceClaimTemplate{}
+			if err := yaml.UnmarshalStrict(d, tmpl); err != nil {
+				return s, fmt.Errorf("document %d: %w", i+1, err)
+			}
+			if tmpl.Name == "" || tmpl.Namespace != "" {
+				return s, fmt.Errorf("document %d: ResourceClaimTemplate: metadata.name is required and metadata.namespace is the harness's", i+1)
+			}
+			s.ClaimTemplates = append(s.ClaimTemplates, tmpl)
 		case meta.Kind == "Pod" && meta.APIVersion == "v1":
 			if s.Pod != nil {
 				return s, fmt.Errorf("document %d: a second Pod; a shape is one pod", i+1)
@@ -169,7 +187,7 @@ func Parse(name string, data []byte) (Shape, error) {
 				return s, fmt.Errorf("document %d: %w", i+1, err)
 			}
 		default:
-			return s, fmt.Errorf("document %d: %s %s: a shape holds RuntimeClasses and one Pod", i+1, meta.APIVersion, meta.Kind)
+			return s, fmt.Errorf("document %d: %s %s: a shape holds RuntimeClasses, ResourceClaimTemplates and one Pod", i+1, meta.APIVersion, meta.Kind)
 		}
 	}
 	if s.Pod == nil {
@@ -185,8 +203,16 @@ func Parse(name string, data []byte) (Shape, error) {
 	if len(s.Pod.Spec.Containers) == 0 {
 		return s, errors.New("the Pod has no containers")
 	}
-	if !holdsResource(s.Pod) {
-		return s, fmt.Errorf("no container limits %s or an nvidia.com/ resource: a shape is a GPU pod", PoolResource)
+	if len(s.ClaimTemplates) > 0 && s.Mode != ModeDRA {
+		return s, fmt.Errorf("a ResourceClaimTemplate needs a DRA pool: metadata.annotations[%s] must be %s", AnnotationPool, ModeDRA)
+	}
+	for i, c := range s.Pod.Spec.ResourceClaims {
+		if c.ResourceClaimTemplateName == nil || !slices.ContainsFunc(s.ClaimTemplates, func(t *resourcev1.ResourceClaimTemplate) bool { return t.Name == *c.ResourceClaimTemplateName }) {
+			return s, fmt.Errorf("spec.resourceClaims[%d] (%s): claim from one of the shape's ResourceClaimTemplates (resourceClaimTemplateName), so both sides get claims of their own", i, c.Name)
+		}
+	}
+	if !holdsResource(s.Pod) && len(s.Pod.Spec.ResourceClaims) == 0 {
+		return s, fmt.Errorf("no container limits %s or an nvidia.com/ resource, and the pod has no resourceClaims: a shape is a GPU pod", PoolResource)
 	}
 	if len(s.Pod.Spec.NodeSelector) > 0 || s.Pod.Spec.NodeName != "" || s.Pod.Spec.Affinity != nil || len(s.Pod.Spec.Tolerations) > 0 {
 		return s, errors.New("placement (nodeSelector, nodeName, affinity, tolerations) is the harness's: it pins each side to its node")
@@ -263,10 +289,46 @@ type Target struct {
 	Node string
 	// Resource replaces PoolResource.
 	Resource string
+	// Class replaces PoolClass (DRA pools: the DeviceClass mapping
+	// Resource).
+	Class string
 	// Image runs every container (the fake device plugin's, in probe mode).
 	Image string
 	// Variable is what each container prints (NVIDIA_VISIBLE_DEVICES).
 	Variable string
+}
+
+// ClaimTemplatesFor is the shape's ResourceClaimTemplates in the target's
+// namespace, labelled with its check, the pool's DeviceClass where they
+// say PoolClass.
+func (s Shape) ClaimTemplatesFor(t Target) []*resourcev1.ResourceClaimTemplate {
+	var out []*resourcev1.ResourceClaimTemplate
+	for _, tmpl := range s.ClaimTemplates {
+		tmpl = tmpl.DeepCopy()
+		tmpl.APIVersion, tmpl.Kind = "", ""
+		tmpl.Namespace = t.Namespace
+		if s.Pod.Namespace != "" {
+			tmpl.Namespace = s.Pod.Namespace
+		}
+		if tmpl.Labels == nil {
+			tmpl.Labels = map[string]string{}
+		}
+		tmpl.Labels[workload.LabelCheck] = t.Check
+		tmpl.Labels[LabelShape] = s.Name
+		for i := range tmpl.Spec.Spec.Devices.Requests {
+			req := &tmpl.Spec.Spec.Devices.Requests[i]
+			if req.Exactly != nil && req.Exactly.DeviceClassName == PoolClass {
+				req.Exactly.DeviceClassName = t.Class
+			}
+			for j := range req.FirstAvailable {
+				if req.FirstAvailable[j].DeviceClassName == PoolClass {
+					req.FirstAvailable[j].DeviceClassName = t.Class
+				}
+			}
+		}
+		out = append(out, tmpl)
+	}
+	return out
 }
 
 // PodFor is the shape's pod for one side: named <shape>-<side>, in the

@@ -40,6 +40,9 @@ func TestTheCorpusLoads(t *testing.T) {
 		}
 		seen[s.Mode] = true
 	}
+	if ct := byName["dra-two-claims-one-unreferenced"].ClaimTemplates; len(ct) != 1 || ct[0].Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName != PoolClass {
+		t.Errorf("dra-two-claims-one-unreferenced brings ResourceClaimTemplates %v, want one asking the pool's class", ct)
+	}
 	if rc := byName["wrong-runtime-handler"].RuntimeClasses; len(rc) != 1 || rc[0].Handler != "runc" {
 		t.Errorf("wrong-runtime-handler brings RuntimeClasses %v, want one with handler runc", rc)
 	}
@@ -51,15 +54,18 @@ func TestParseRefusesWhatIsNotAShape(t *testing.T) {
 			"  containers:\n    - name: main\n      resources: {limits: {gpupool.dev/pool-resource: 1}}\n"
 	}
 	for name, c := range map[string]struct{ file, data, want string }{
-		"no comment":     {"a.yaml", strings.TrimPrefix(pod(""), "# probes something\n"), "open with a comment"},
-		"bad mode":       {"a.yaml", strings.Replace(pod(""), "exclusive", "shared", 1), "sharing mode"},
-		"placement":      {"a.yaml", pod("  nodeSelector: {sku: h100}\n"), "placement"},
-		"two pods":       {"a.yaml", pod("") + "---\n" + pod(""), "second Pod"},
-		"no gpu":         {"a.yaml", strings.Replace(pod(""), "gpupool.dev/pool-resource", "cpu", 1), "a shape is a GPU pod"},
-		"other kind":     {"a.yaml", "# x\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ConfigMap"},
-		"name":           {"a.yaml", strings.Replace(pod(""), "metadata:\n", "metadata:\n  name: b\n", 1), "named by its file"},
-		"bad file name":  {"A_b.yaml", pod(""), "DNS label"},
-		"unknown fields": {"a.yaml", pod("  colour: blue\n"), "colour"},
+		"no comment":           {"a.yaml", strings.TrimPrefix(pod(""), "# probes something\n"), "open with a comment"},
+		"bad mode":             {"a.yaml", strings.Replace(pod(""), "exclusive", "shared", 1), "sharing mode"},
+		"placement":            {"a.yaml", pod("  nodeSelector: {sku: h100}\n"), "placement"},
+		"two pods":             {"a.yaml", pod("") + "---\n" + pod(""), "second Pod"},
+		"no gpu":               {"a.yaml", strings.Replace(pod(""), "gpupool.dev/pool-resource", "cpu", 1), "a shape is a GPU pod"},
+		"other kind":           {"a.yaml", "# x\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ConfigMap"},
+		"name":                 {"a.yaml", strings.Replace(pod(""), "metadata:\n", "metadata:\n  name: b\n", 1), "named by its file"},
+		"bad file name":        {"A_b.yaml", pod(""), "DNS label"},
+		"unknown fields":       {"a.yaml", pod("  colour: blue\n"), "colour"},
+		"template off DRA":     {"a.yaml", "# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {}}\n---\n" + pod(""), "needs a DRA pool"},
+		"claim of no template": {"a.yaml", strings.Replace(pod("  resourceClaims: [{name: gpu, resourceClaimName: mine}]\n"), "exclusive", "dra", 1), "one of the shape's ResourceClaimTemplates"},
+		"template namespace":   {"a.yaml", "# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t, namespace: x}\nspec: {spec: {}}\n---\n" + pod(""), "metadata.namespace is the harness's"},
 	} {
 		if _, err := Parse(c.file, []byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: Parse = %v, want an error containing %q", name, err, c.want)
@@ -142,6 +148,31 @@ spec:
 	}
 	if _, kept := s.Pod.Spec.Containers[0].Resources.Limits[PoolResource]; !kept || s.Pod.Spec.NodeSelector != nil || s.Pod.Name != "" {
 		t.Error("PodFor changed the shape's template: the other side would get this side's pod")
+	}
+}
+
+func TestClaimTemplatesForFillsTheClassAndNamespace(t *testing.T) {
+	s, err := Parse("c.yaml", []byte("# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: one}\n"+
+		"spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpupool.dev/pool-class}}, {name: any, firstAvailable: [{name: a, deviceClassName: gpupool.dev/pool-class}]}]}}}\n---\n"+
+		"apiVersion: v1\nkind: Pod\nmetadata: {annotations: {differential.gpupool.dev/pool: dra}}\n"+
+		"spec: {resourceClaims: [{name: gpu, resourceClaimTemplateName: one}], containers: [{name: main, resources: {claims: [{name: gpu}]}}]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.ClaimTemplatesFor(Target{Check: "kubelet.simulator-agrees", Namespace: "tenant-a", Class: "gpu.nvidia.com"})
+	if len(got) != 1 {
+		t.Fatalf("got %d templates, want 1", len(got))
+	}
+	tmpl := got[0]
+	if tmpl.Namespace != "tenant-a" || tmpl.Labels[LabelShape] != "c" || tmpl.Labels["gpupool.dev/check"] == "" {
+		t.Errorf("template %s/%s labels %v: want the target's namespace, the shape and the check", tmpl.Namespace, tmpl.Name, tmpl.Labels)
+	}
+	reqs := tmpl.Spec.Spec.Devices.Requests
+	if reqs[0].Exactly.DeviceClassName != "gpu.nvidia.com" || reqs[1].FirstAvailable[0].DeviceClassName != "gpu.nvidia.com" {
+		t.Errorf("requests %+v: want the pool's class where the shape says %s", reqs, PoolClass)
+	}
+	if s.ClaimTemplates[0].Spec.Spec.Devices.Requests[0].Exactly.DeviceClassName != PoolClass {
+		t.Error("ClaimTemplatesFor changed the shape itself")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/client-go/kubernetes"
 
@@ -197,15 +198,28 @@ func eventTime(e corev1.Event) time.Time {
 }
 
 // DeletePods deletes the pods with the check label in the namespaces and
-// waits until they are gone, so the next check finds the capacity free.
+// waits until they, and the ResourceClaims they owned, are gone, so the
+// next check finds the capacity free.
 func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, namespaces ...string) error {
 	zero := int64(0)
+	owned := map[types.UID]bool{}
 	for _, ns := range namespaces {
+		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if l != nil {
+			for _, p := range l.Items {
+				if len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil {
+					owned[p.UID] = true
+				}
+			}
+		}
 		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	return wait.For(ctx, "pods "+selector+" to be deleted", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+	if err := wait.For(ctx, "pods "+selector+" to be deleted", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
 		left := 0
 		for _, ns := range namespaces {
 			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -215,6 +229,29 @@ func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, n
 			left += len(l.Items)
 		}
 		return left == 0, fmt.Sprintf("%d left", left), nil
+	}); err != nil || len(owned) == 0 {
+		return err
+	}
+	// The claims a pod owned (from its templates, or the scheduler's
+	// extended-resource claim) outlive it until the resourceclaim
+	// controller removes them; until then the scheduler counts their
+	// devices as taken, and the next check would find the pool short.
+	return wait.For(ctx, "the deleted pods' ResourceClaims to be removed", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, ns := range namespaces {
+			l, err := cs.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			for _, c := range l.Items {
+				for _, o := range c.OwnerReferences {
+					if owned[o.UID] {
+						left = append(left, c.Namespace+"/"+c.Name)
+					}
+				}
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("%d left: %s", len(left), strings.Join(left, ", ")), nil
 	})
 }
 

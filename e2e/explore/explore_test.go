@@ -162,7 +162,7 @@ func TestSKUPoolViolationReadsSelectionAsTheSchedulerDoes(t *testing.T) {
 func TestTrustViolation(t *testing.T) {
 	domainOf := map[string]string{"tenant-a": "tenant-a", "tenant-b": "tenant-b"}
 	n := node("l4-0", "l4", map[string]string{"trust": "tenant-a"})
-	n.TimeSliced, n.Domain = true, "tenant-a"
+	n.SharedGPU, n.Domain = true, "tenant-a"
 	mk := func(ns, name string, phase corev1.PodPhase) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)},
 			Spec:   corev1.PodSpec{InitContainers: []corev1.Container{gpuContainer("gpu", "nvidia.com/gpu.shared", 1)}, Containers: []corev1.Container{{Name: "main"}}},
@@ -171,16 +171,16 @@ func TestTrustViolation(t *testing.T) {
 	resident := mk("tenant-a", "resident", corev1.PodRunning)
 	stray := mk("tenant-b", "stray", corev1.PodPending)
 	v := TrustViolation(stray, n, []*corev1.Pod{resident, stray}, domainOf)
-	assert.Contains(t, v, "pod tenant-b/stray of trust domain tenant-b, holding 1 nvidia.com/gpu.shared (in init container gpu), was admitted and placed on time-sliced node l4-0 (reserved for trust domain tenant-a) beside trust domain tenant-a's tenant-a/resident")
-	assert.Contains(t, TrustViolation(stray, n, []*corev1.Pod{stray}, domainOf), "placed on time-sliced node l4-0 (reserved for trust domain tenant-a)", "alone on another domain's node is a violation too")
+	assert.Contains(t, v, "pod tenant-b/stray of trust domain tenant-b, holding 1 nvidia.com/gpu.shared (in init container gpu), was admitted and placed on shared-GPU node l4-0 (reserved for trust domain tenant-a) beside trust domain tenant-a's tenant-a/resident")
+	assert.Contains(t, TrustViolation(stray, n, []*corev1.Pod{stray}, domainOf), "placed on shared-GPU node l4-0 (reserved for trust domain tenant-a)", "alone on another domain's node is a violation too")
 	assert.Empty(t, TrustViolation(mk("tenant-a", "own", corev1.PodPending), n, []*corev1.Pod{resident}, domainOf))
 	resident.Status.Phase = corev1.PodFailed
 	unreserved := n
 	unreserved.Domain = ""
 	assert.Empty(t, TrustViolation(stray, unreserved, []*corev1.Pod{resident, stray}, domainOf), "a failed pod holds no GPU")
 	exclusive := n
-	exclusive.TimeSliced = false
-	assert.Empty(t, TrustViolation(stray, exclusive, []*corev1.Pod{stray}, domainOf), "the rule is about time-sliced nodes")
+	exclusive.SharedGPU = false
+	assert.Empty(t, TrustViolation(stray, exclusive, []*corev1.Pod{stray}, domainOf), "the rule is about shared-GPU nodes")
 	assert.Equal(t, "namespace scratch (no trust domain)", Identity("scratch", domainOf))
 }
 

@@ -103,12 +103,14 @@ func RuntimeClassViolation(p *corev1.Pod) string {
 }
 
 // Node is what the oracles know of a node: its name, labels, the pool it
-// belongs to, and whether that pool time-slices its GPUs.
+// belongs to, and whether that pool shares its GPUs between pods.
 type Node struct {
 	*corev1.Node
-	Pool       string
-	GPU        bool
-	TimeSliced bool
+	Pool string
+	GPU  bool
+	// SharedGPU: one GPU goes to several pods (time-slicing, MPS, or
+	// DRA's consumable shares).
+	SharedGPU bool
 	// Domain is the trust domain the node is reserved for ("" none).
 	Domain string
 }
@@ -197,11 +199,11 @@ func Live(p *corev1.Pod) bool {
 	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
 }
 
-// TrustViolation judges a time-sliced node after pod p landed on it: every
+// TrustViolation judges a shared-GPU node after pod p landed on it: every
 // live GPU pod on it must belong to the node's trust domain, and to one
 // identity at most ("" when the rule holds).
 func TrustViolation(p *corev1.Pod, n Node, onNode []*corev1.Pod, domainOf map[string]string) string {
-	if !n.TimeSliced || !HoldsGPU(p) {
+	if !n.SharedGPU || !HoldsGPU(p) {
 		return ""
 	}
 	mine := Identity(p.Namespace, domainOf)
@@ -224,9 +226,9 @@ func TrustViolation(p *corev1.Pod, n Node, onNode []*corev1.Pod, domainOf map[st
 		for _, id := range slices.Sorted(maps.Keys(others)) {
 			parts = append(parts, fmt.Sprintf("%s's %s", id, strings.Join(others[id], ", ")))
 		}
-		return fmt.Sprintf("pod %s/%s of %s, holding %s (in %s), was admitted and placed on time-sliced node %s beside %s", p.Namespace, p.Name, mine, gpuSummary(p), whereGPU(p), where, strings.Join(parts, "; "))
+		return fmt.Sprintf("pod %s/%s of %s, holding %s (in %s), was admitted and placed on shared-GPU node %s beside %s", p.Namespace, p.Name, mine, gpuSummary(p), whereGPU(p), where, strings.Join(parts, "; "))
 	case n.Domain != "" && domainOf[p.Namespace] != n.Domain:
-		return fmt.Sprintf("pod %s/%s of %s, holding %s (in %s), was admitted and placed on time-sliced node %s", p.Namespace, p.Name, mine, gpuSummary(p), whereGPU(p), where)
+		return fmt.Sprintf("pod %s/%s of %s, holding %s (in %s), was admitted and placed on shared-GPU node %s", p.Namespace, p.Name, mine, gpuSummary(p), whereGPU(p), where)
 	}
 	return ""
 }

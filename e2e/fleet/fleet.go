@@ -91,6 +91,10 @@ type DRA struct {
 	// ConsumableShares: the driver's --consumable-shares (memory,
 	// unlimited or a count; empty: off).
 	ConsumableShares string `json:"consumableShares,omitempty"`
+	// DeviceClasses are the classes the platform team wrote for this
+	// pool's SKU, which its tenants' claims name: each must select the
+	// pool's devices and none of a pool of another SKU.
+	DeviceClasses []string `json:"deviceClasses,omitempty"`
 }
 
 func (d *DRA) validate(sku fakegpu.SKU) []error {
@@ -103,7 +107,13 @@ func (d *DRA) validate(sku fakegpu.SKU) []error {
 	if d.Mode != fakegpu.DRAWholeGPU && !sku.MIGCapable() {
 		return []error{fmt.Errorf("dra.mode: %s needs a MIG-capable GPU; %s is not", d.Mode, sku.Key)}
 	}
-	return nil
+	var errs []error
+	for i, c := range d.DeviceClasses {
+		if msgs := validation.IsDNS1123Subdomain(c); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("dra.deviceClasses[%d]: %q is not a DeviceClass name: %s", i, c, strings.Join(msgs, "; ")))
+		}
+	}
+	return errs
 }
 
 // Sharing is how the pool's GPUs are meant to be handed out. The fleet says
@@ -370,6 +380,10 @@ func (p Pool) Mode() string {
 	}
 	return p.Sharing.Mode
 }
+
+// SharesDevices reports whether DRA hands one of the pool's devices to
+// several claims at once (the driver's --consumable-shares).
+func (p Pool) SharesDevices() bool { return p.DRA != nil && p.DRA.ConsumableShares != "" }
 
 // Replicated returns the time-slicing or MPS design, if any.
 func (p Pool) Replicated() *ReplicatedSharing {

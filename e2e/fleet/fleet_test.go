@@ -17,11 +17,15 @@ const header = "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nmetadata: {name: 
 func TestReferenceFleetLoads(t *testing.T) {
 	f, err := Load(filepath.Join("..", "..", "manifests", "fleets", "reference.yaml"))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"cpu", "gpu-a100-mig", "gpu-h100-dra", "gpu-h100-exclusive", "gpu-l4-shared"}, f.PoolNames())
-	assert.Equal(t, 14, f.TotalNodes())
+	assert.Equal(t, []string{"cpu", "gpu-a100-mig", "gpu-h100-dra", "gpu-h100-exclusive", "gpu-l4-dra-shared", "gpu-l4-shared"}, f.PoolNames())
+	assert.Equal(t, 18, f.TotalNodes())
 	dra, ok := f.Pool("gpu-h100-dra")
 	require.True(t, ok)
-	assert.Equal(t, &DRA{Mode: "gpu"}, dra.DRA)
+	assert.Equal(t, &DRA{Mode: "gpu", DeviceClasses: []string{"h100.gpu.nvidia.com"}}, dra.DRA)
+	assert.False(t, dra.SharesDevices())
+	shared, ok := f.Pool("gpu-l4-dra-shared")
+	require.True(t, ok)
+	assert.True(t, shared.SharesDevices(), "a DRA pool with consumable shares hands a GPU to several claims")
 	l4, ok := f.Pool("gpu-l4-shared")
 	require.True(t, ok)
 	assert.Equal(t, ModeTimeSlicing, l4.Mode())
@@ -56,6 +60,8 @@ func TestBadFleetsNameTheField(t *testing.T) {
 			[]string{"spec.pools[0] (gpu).dra.mode: dynamic-mig needs a MIG-capable GPU; l4 is not"}},
 		{"bad consumable shares", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, dra: {mode: gpu, consumableShares: lots}}\n",
 			[]string{`spec.pools[0] (gpu).dra.consumableShares: want memory, unlimited or a count >= 1, got "lots"`}},
+		{"bad DeviceClass name", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, dra: {mode: gpu, deviceClasses: [L4_GPUs]}}\n",
+			[]string{`spec.pools[0] (gpu).dra.deviceClasses[0]: "L4_GPUs" is not a DeviceClass name`}},
 		{"DRA on a CPU pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1, dra: {mode: gpu}}\n", []string{"sku: required when gpusPerNode, sharing or dra is set"}},
 		{"duplicate pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n    - {name: cpu, nodes: 1}\n", []string{"duplicate pool name"}},
 		{"two documents", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n---\n" + header, []string{"want one Fleet document, found 2"}},

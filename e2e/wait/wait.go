@@ -5,6 +5,7 @@ package wait
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -49,7 +50,7 @@ func Every(ctx context.Context, what string, timeout, interval time.Duration, co
 		if s != "" {
 			seen = s
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && ctx.Err() == nil && !outOfTime(err) {
 			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
 		if done {
@@ -61,4 +62,13 @@ func Every(ctx context.Context, what string, timeout, interval time.Duration, co
 		case <-tick.C:
 		}
 	}
+}
+
+// outOfTime tells an error that only says the wait's deadline is near:
+// client-go's rate limiter refuses a request it could not send before the
+// context's deadline ("rate: Wait(n=1) would exceed context deadline")
+// without the context having ended. That is the wait timing out, and its
+// message should be what was last seen, not the limiter's.
+func outOfTime(err error) bool {
+	return strings.Contains(err.Error(), "would exceed context deadline")
 }

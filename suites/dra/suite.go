@@ -16,4 +16,6 @@ var testenv env.Environment
 var Suite = suite.New(&testenv, suite.Funcs{},
 	TestClaimPodsAreGPUPods,
 	TestOneWayPerGPU,
+	TestNoCrossTrustSharedDevice,
+	TestClassesSelectTheirPools,
 )

@@ -75,7 +75,7 @@ func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore
 	}
 	if rule.Place {
 		if splitPools(r) == 0 {
-			t.Skipf("fleet %s has no time-sliced pool split by trust domain", r.Fleet.Metadata.Name)
+			t.Skipf("fleet %s has no shared-GPU pool split by trust domain", r.Fleet.Metadata.Name)
 		}
 		// A trust domain no namespace belongs to has no tenant to try: a
 		// skip would hide the check.
@@ -155,7 +155,7 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 		p, _ := r.Fleet.Pool(harness.PoolOf(n))
 		mode := p.Mode()
 		cl.Nodes = append(cl.Nodes, explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
-			TimeSliced: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS, Domain: n.Labels[fleet.LabelTrustDomain]})
+			SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]})
 		for name := range n.Status.Allocatable {
 			if strings.HasPrefix(string(name), explore.ResourcePrefix) {
 				advertised[string(name)] = true
@@ -255,10 +255,12 @@ func gpuClass(c resourcev1.DeviceClass) bool {
 	return false
 }
 
+// splitPools counts the pools whose GPUs go to several pods and whose nodes
+// are split between trust domains.
 func splitPools(r *harness.Run) int {
 	n := 0
-	for _, p := range r.Fleet.PoolsWithMode(fleet.ModeTimeSlicing) {
-		if len(p.TrustDomains) >= 2 {
+	for _, p := range r.Fleet.Spec.Pools {
+		if (p.Mode() == fleet.ModeTimeSlicing || p.SharesDevices()) && len(p.TrustDomains) >= 2 {
 			n++
 		}
 	}

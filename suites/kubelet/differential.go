@@ -116,6 +116,24 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 	}
 	target := differential.Target{Check: d.check, Namespace: e.ns, Pool: e.pool, Domain: e.domain,
 		Resource: e.resource, Image: e.image, Variable: kubeletplugin.EnvVisibleDevices}
+	if len(s.ClaimTemplates) > 0 {
+		if target.Class, err = r.DeviceClassMapping(ctx, e.resource); err != nil {
+			return fmt.Errorf("the shape's claims ask the DeviceClass that maps %s: %w", e.resource, err)
+		}
+	}
+	// The templates are the shape's, shared by both sides: each pod gets
+	// claims of its own from them.
+	for _, tmpl := range s.ClaimTemplatesFor(target) {
+		harness.Own(&tmpl.ObjectMeta)
+		if _, err := r.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating the shape's ResourceClaimTemplate %s/%s: %w", tmpl.Namespace, tmpl.Name, err)
+		}
+		defer func() {
+			if err := r.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Delete(context.WithoutCancel(ctx), tmpl.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("removing the shape's ResourceClaimTemplate %s/%s: %v", tmpl.Namespace, tmpl.Name, err)
+			}
+		}()
+	}
 	realT, simT := target, target
 	realT.Side, realT.Node = differential.SideReal, e.node
 	simT.Side, simT.Node = differential.SideSim, node

@@ -3,6 +3,7 @@ package pending
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -182,8 +183,8 @@ func otherClassPods(ctx context.Context, t *testing.T, r *harness.Run, check str
 		if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
-		claim := workload.New(check, ns, p.Name+"-claims-"+c.Name).ForPool(p, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tpl.Name)
-		implicit := workload.New(check, ns, p.Name+"-limits-"+c.Name).ForPool(p, domain).GPU(workload.ImplicitDeviceClassResource(c.Name), 1)
+		claim := workload.New(check, ns, p.Name+"-claims-"+strings.ReplaceAll(c.Name, ".", "-")).ForPool(p, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tpl.Name)
+		implicit := workload.New(check, ns, p.Name+"-limits-"+strings.ReplaceAll(c.Name, ".", "-")).ForPool(p, domain).GPU(workload.ImplicitDeviceClassResource(c.Name), 1)
 		pods = append(pods, claim.Pod, implicit.Pod)
 	}
 	return pods
