@@ -177,6 +177,9 @@ func Parse(name string, data []byte) (Shape, error) {
 			if tmpl.Name == "" || tmpl.Namespace != "" {
 				return s, fmt.Errorf("document %d: ResourceClaimTemplate: metadata.name is required and metadata.namespace is the harness's", i+1)
 			}
+			if slices.ContainsFunc(s.ClaimTemplates, func(o *resourcev1.ResourceClaimTemplate) bool { return o.Name == tmpl.Name }) {
+				return s, fmt.Errorf("document %d: ResourceClaimTemplate %s: metadata.name is already the shape's", i+1, tmpl.Name)
+			}
 			s.ClaimTemplates = append(s.ClaimTemplates, tmpl)
 		case meta.Kind == "Pod" && meta.APIVersion == "v1":
 			if s.Pod != nil {

@@ -65,6 +65,7 @@ func TestParseRefusesWhatIsNotAShape(t *testing.T) {
 		"unknown fields":       {"a.yaml", pod("  colour: blue\n"), "colour"},
 		"template off DRA":     {"a.yaml", "# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {}}\n---\n" + pod(""), "needs a DRA pool"},
 		"claim of no template": {"a.yaml", strings.Replace(pod("  resourceClaims: [{name: gpu, resourceClaimName: mine}]\n"), "exclusive", "dra", 1), "one of the shape's ResourceClaimTemplates"},
+		"template twice":       {"a.yaml", strings.Repeat("# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\nspec: {spec: {}}\n---\n", 2) + pod(""), "already the shape's"},
 		"template namespace":   {"a.yaml", "# x\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t, namespace: x}\nspec: {spec: {}}\n---\n" + pod(""), "metadata.namespace is the harness's"},
 	} {
 		if _, err := Parse(c.file, []byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -210,9 +210,9 @@ func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, n
 		}
 		if l != nil {
 			for _, p := range l.Items {
-				if len(p.Spec.ResourceClaims) > 0 || p.Status.ExtendedResourceClaimStatus != nil {
-					owned[p.UID] = true
-				}
+				// Every pod: the scheduler's extended-resource claim may
+				// exist before the pod's status names it.
+				owned[p.UID] = true
 			}
 		}
 		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector}); err != nil && !apierrors.IsNotFound(err) {
@@ -232,22 +232,28 @@ func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, n
 	}); err != nil || len(owned) == 0 {
 		return err
 	}
-	// The claims a pod owned (from its templates, or the scheduler's
-	// extended-resource claim) outlive it until the resourceclaim
-	// controller removes them; until then the scheduler counts their
-	// devices as taken, and the next check would find the pool short.
+	return ClaimsGone(ctx, cs, owned)
+}
+
+// ClaimsGone waits until no ResourceClaim is owned by the pods (by UID):
+// the claims a pod owned (from its templates, or the scheduler's
+// extended-resource claim) outlive it until the resourceclaim controller
+// removes them, and until then the scheduler counts their devices as
+// taken, so the next check would find the pool short.
+func ClaimsGone(ctx context.Context, cs kubernetes.Interface, pods map[types.UID]bool) error {
 	return wait.For(ctx, "the deleted pods' ResourceClaims to be removed", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		l, err := cs.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil // a cluster that serves no DRA holds no claims
+		}
+		if err != nil {
+			return false, "", err
+		}
 		var left []string
-		for _, ns := range namespaces {
-			l, err := cs.ResourceV1().ResourceClaims(ns).List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			for _, c := range l.Items {
-				for _, o := range c.OwnerReferences {
-					if owned[o.UID] {
-						left = append(left, c.Namespace+"/"+c.Name)
-					}
+		for _, c := range l.Items {
+			for _, o := range c.OwnerReferences {
+				if pods[o.UID] {
+					left = append(left, c.Namespace+"/"+c.Name)
 				}
 			}
 		}

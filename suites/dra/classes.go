@@ -32,7 +32,7 @@ func TestClassesSelectTheirPools(t *testing.T) {
 					t.Fatal(err)
 				}
 				for _, class := range p.DRA.DeviceClasses {
-					tmpl := createTemplate(ctx, t, r, c.ID, ns, "sku-"+class, class)
+					tmpl := createTemplate(ctx, t, r, c.ID, ns, p.Name+"-"+class, class)
 					pod := workload.New(c.ID, ns, p.Name+"-"+strings.ReplaceAll(class, ".", "-")).ForPool(p, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tmpl)
 					created, err := expect.Admitted(ctx, r.Client, pod.Pod)
 					if err != nil {
@@ -57,8 +57,9 @@ func TestClassesSelectTheirPools(t *testing.T) {
 					}
 					for _, class := range p.DRA.DeviceClasses {
 						tried++
-						tmpl := createTemplate(ctx, t, r, c.ID, ns, "sku-"+class, class)
-						pod := workload.New(c.ID, ns, q.Name+"-"+strings.ReplaceAll(class, ".", "-")).ForPool(q, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tmpl)
+						// Named after the pool aimed at: two pools may share a namespace.
+						tmpl := createTemplate(ctx, t, r, c.ID, ns, "to-"+q.Name+"-"+class, class)
+						pod := workload.New(c.ID, ns, "to-"+q.Name+"-"+strings.ReplaceAll(class, ".", "-")).ForPool(q, domain).RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tmpl)
 						if _, err := expect.Admitted(ctx, r.Client, pod.Pod); err != nil {
 							t.Fatal(err)
 						}

@@ -255,8 +255,9 @@ func gpuClass(c resourcev1.DeviceClass) bool {
 	return false
 }
 
-// splitPools counts the pools whose GPUs go to several pods and whose nodes
-// are split between trust domains.
+// splitPools counts the time-sliced pools and the DRA pools with
+// consumable shares whose nodes are split between trust domains: the ones
+// the trust rule has tenants to try on.
 func splitPools(r *harness.Run) int {
 	n := 0
 	for _, p := range r.Fleet.Spec.Pools {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -108,7 +109,8 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// deleteGracefully deletes the pods and waits until they are gone. Not
+// deleteGracefully deletes the pods and waits until they and their
+// ResourceClaims are gone. Not
 // forced: a pod deleted with grace 0 leaves the API at once, the
 // resourceclaim controller deallocates its claims and the scheduler hands
 // their devices to the next pod while the kubelet still runs its
@@ -117,12 +119,16 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 // graceful deletion ends only once the kubelet has unprepared them.
 func deleteGracefully(ctx context.Context, r *harness.Run, ns string, names ...string) error {
 	grace := int64(5) // the probe exits at once on SIGTERM
+	owned := map[types.UID]bool{}
 	for _, n := range names {
+		if p, err := r.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{}); err == nil {
+			owned[p.UID] = true
+		}
 		if err := r.Client.CoreV1().Pods(ns).Delete(ctx, n, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	return wait.For(ctx, fmt.Sprintf("pods %v to be deleted by the kubelet", names), harness.RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
+	err := wait.For(ctx, fmt.Sprintf("pods %v to be deleted by the kubelet", names), harness.RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
 		var left []string
 		for _, n := range names {
 			p, err := r.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
@@ -136,6 +142,11 @@ func deleteGracefully(ctx context.Context, r *harness.Run, ns string, names ...s
 		}
 		return len(left) == 0, "left: " + strings.Join(left, ", "), nil
 	})
+	if err != nil {
+		return err
+	}
+	// The next shape starts from the devices these claims held.
+	return expect.ClaimsGone(ctx, r.Client, owned)
 }
 
 // draUUIDs maps the devices the node's DRA plugin publishes to their GPU
