@@ -69,6 +69,22 @@ func (r *Run) Intended(p fleet.Pool) (string, int64, error) {
 	return names[0], ad.Resources[names[0]], nil
 }
 
+// TrustOf maps every namespace of the pool's trust domains (a namespace
+// belongs to a domain when it carries the domain's labels) to the domain.
+func (r *Run) TrustOf(ctx context.Context, p fleet.Pool) (map[string]string, error) {
+	out := map[string]string{}
+	for _, d := range p.TrustDomains {
+		list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range list.Items {
+			out[ns.Name] = d.Name
+		}
+	}
+	return out, nil
+}
+
 // TrustNamespace returns a namespace that belongs to the trust domain:
 // one carrying every label the domain puts on its nodes (e.g. trust=tenant-a).
 func (r *Run) TrustNamespace(ctx context.Context, d fleet.TrustDomain) (string, error) {

@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -56,7 +55,7 @@ func TestNoCrossTrustSharedDevice(t *testing.T) {
 			for _, p := range sharedDRAPools(t, r) {
 				class, res := classFor(ctx, t, r, p)
 				per := claimsPerDevice(p)
-				trustOf, err := trustOfNamespaces(ctx, r, p)
+				trustOf, err := r.TrustOf(ctx, p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,23 +127,6 @@ var crossTrustShapes = map[string]func(check, ns string, p fleet.Pool, d *fleet.
 	"the mapped limit": func(check, ns string, p fleet.Pool, d *fleet.TrustDomain, _, res string) workload.Pod {
 		return workload.New(check, ns, p.Name+"-limit-on-"+d.Name).ForPool(p, d).GPU(res, 1)
 	},
-}
-
-// trustOfNamespaces maps every namespace of the pool's trust domains (a
-// namespace belongs to a domain when it carries the domain's labels) to
-// its domain.
-func trustOfNamespaces(ctx context.Context, r *harness.Run, p fleet.Pool) (map[string]string, error) {
-	out := map[string]string{}
-	for _, d := range p.TrustDomains {
-		list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
-		if err != nil {
-			return nil, err
-		}
-		for _, ns := range list.Items {
-			out[ns.Name] = d.Name
-		}
-	}
-	return out, nil
 }
 
 // sharedDRAPools are the DRA pools whose devices go to several claims at

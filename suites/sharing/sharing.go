@@ -101,15 +101,9 @@ func noNodeSharedAcrossTrusts(ctx context.Context, r *harness.Run, p fleet.Pool)
 	if err != nil {
 		return err
 	}
-	trustOf := map[string]string{} // namespace -> trust domain
-	for _, d := range p.TrustDomains {
-		nsList, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labelSelector(d.Labels)})
-		if err != nil {
-			return err
-		}
-		for _, ns := range nsList.Items {
-			trustOf[ns.Name] = d.Name
-		}
+	trustOf, err := r.TrustOf(ctx, p) // namespace -> trust domain
+	if err != nil {
+		return err
 	}
 	var bad []string
 	for _, n := range nodes.Items {
@@ -138,15 +132,6 @@ func noNodeSharedAcrossTrusts(ctx context.Context, r *harness.Run, p fleet.Pool)
 		return fmt.Errorf("time-sliced GPUs shared across trust domains: %s", strings.Join(bad, "; "))
 	}
 	return nil
-}
-
-func labelSelector(m map[string]string) string {
-	var parts []string
-	for k, v := range m {
-		parts = append(parts, k+"="+v)
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
 }
 
 func keys(m map[string]bool) []string {
