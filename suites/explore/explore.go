@@ -15,7 +15,6 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -183,16 +182,20 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 			return nil, nil, err
 		}
 		ps := explore.PoolSpace{Pool: p, Resource: res, Nodes: byPool[p.Name]}
+		trustOf, err := r.TrustOf(ctx, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		first := map[string]string{} // domain -> its first namespace by name, where shapes go
+		for ns, d := range trustOf {
+			cl.DomainOf[ns] = d
+			if f, ok := first[d]; !ok || ns < f {
+				first[d] = ns
+			}
+		}
 		for _, d := range p.TrustDomains {
-			list, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: labels.Set(d.Labels).String()})
-			if err != nil {
-				return nil, nil, err
-			}
-			for _, ns := range list.Items {
-				cl.DomainOf[ns.Name] = d.Name
-			}
-			if len(list.Items) > 0 {
-				ps.Domains = append(ps.Domains, explore.DomainSpace{Domain: d, Namespace: list.Items[0].Name, Nodes: byDomain[p.Name+"/"+d.Name]})
+			if ns, ok := first[d.Name]; ok {
+				ps.Domains = append(ps.Domains, explore.DomainSpace{Domain: d, Namespace: ns, Nodes: byDomain[p.Name+"/"+d.Name]})
 			}
 		}
 		space.Pools = append(space.Pools, ps)
