@@ -74,7 +74,7 @@ func Scheduled(ctx context.Context, cs kubernetes.Interface, ns, name string) (*
 		if p.Spec.NodeName != "" {
 			return true, "", nil
 		}
-		if msg, ok, err := final.check(ctx, cs, p); err != nil || ok {
+		if msg, ok, err := final.check(ctx, &watched{cs: cs}, p); err != nil || ok {
 			return false, "", errOr(err, fmt.Errorf("expected pod %s/%s to be scheduled, but the scheduler found no node for it, and its verdict stood with nothing left to retry on: %s", ns, name, msg))
 		}
 		return false, "Pending: " + schedulingMessage(ctx, cs, p), nil
@@ -119,7 +119,56 @@ type finality struct {
 // (DefaultPodMaxBackoffDuration, 10 s) and a second's margin.
 var MaxBackoffSettle = 11 * time.Second
 
-func (f *finality) check(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (string, bool, error) {
+// watched is what the scheduler retries on, listed at most once per poll
+// however many pods a wait judges.
+type watched struct {
+	cs             kubernetes.Interface
+	nodes, dra     []metav1.Object
+	nodesOK, draOK bool
+}
+
+func (w *watched) listNodes(ctx context.Context) ([]metav1.Object, error) {
+	if !w.nodesOK {
+		l, err := w.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.Items {
+			w.nodes = append(w.nodes, &l.Items[i])
+		}
+		w.nodesOK = true
+	}
+	return w.nodes, nil
+}
+
+// listDRA lists every ResourceClaim and ResourceSlice; none where DRA is
+// not served (NotFound).
+func (w *watched) listDRA(ctx context.Context) ([]metav1.Object, error) {
+	if !w.draOK {
+		claims, err := w.cs.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			for i := range claims.Items {
+				w.dra = append(w.dra, &claims.Items[i])
+			}
+		}
+		slices, err := w.cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			for i := range slices.Items {
+				w.dra = append(w.dra, &slices.Items[i])
+			}
+		}
+		w.draOK = true
+	}
+	return w.dra, nil
+}
+
+func (f *finality) check(ctx context.Context, w *watched, p *corev1.Pod) (string, bool, error) {
 	msg, unschedulable := "", false
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -134,36 +183,21 @@ func (f *finality) check(ctx context.Context, cs kubernetes.Interface, p *corev1
 		c, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), p.ResourceVersion)
 		return err != nil || c >= 0
 	}
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := w.listNodes(ctx)
 	if err != nil {
 		return "", false, err
 	}
-	for i := range nodes.Items {
-		if newer(&nodes.Items[i]) {
+	for _, n := range nodes {
+		if newer(n) {
 			f.since = time.Time{} // a node changed after the verdict: the scheduler may retry
 			return "", false, nil
 		}
 	}
 	settle, newest := SettleTime, ""
 	if mayUseDRA(p) {
-		var written []metav1.Object
-		claims, err := cs.ResourceV1().ResourceClaims("").List(ctx, metav1.ListOptions{})
-		if err != nil && !apierrors.IsNotFound(err) { // NotFound: DRA is not served
+		written, err := w.listDRA(ctx)
+		if err != nil {
 			return "", false, err
-		}
-		if err == nil {
-			for i := range claims.Items {
-				written = append(written, &claims.Items[i])
-			}
-		}
-		slices, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return "", false, err
-		}
-		if err == nil {
-			for i := range slices.Items {
-				written = append(written, &slices.Items[i])
-			}
 		}
 		for _, o := range written {
 			if !newer(o) {
@@ -189,14 +223,11 @@ func mayUseDRA(p *corev1.Pod) bool {
 	}
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
-			for name := range c.Resources.Limits {
-				if strings.Contains(string(name), "/") {
-					return true
-				}
-			}
-			for name := range c.Resources.Requests {
-				if strings.Contains(string(name), "/") {
-					return true
+			for _, rl := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+				for name := range rl {
+					if strings.Contains(string(name), "/") {
+						return true
+					}
 				}
 			}
 		}
@@ -364,6 +395,7 @@ func scheduleAll(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Po
 	}
 	var never []string
 	err := wait.For(ctx, fmt.Sprintf("%d pods to be scheduled or refused for good", len(pods)), ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		w := &watched{cs: cs}
 		for key, p := range pending {
 			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil {
@@ -373,7 +405,7 @@ func scheduleAll(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Po
 				delete(pending, key)
 				continue
 			}
-			if msg, ok, err := final[key].check(ctx, cs, got); err != nil {
+			if msg, ok, err := final[key].check(ctx, w, got); err != nil {
 				return false, "", err
 			} else if ok {
 				never = append(never, key+": "+msg)
@@ -423,7 +455,7 @@ func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what str
 		}
 		if !ok && p.Spec.NodeName == "" {
 			// A pod that is never scheduled reaches nothing.
-			if msg, never, err := final.check(ctx, cs, p); err != nil || never {
+			if msg, never, err := final.check(ctx, &watched{cs: cs}, p); err != nil || never {
 				return false, "", errOr(err, fmt.Errorf("expected pod %s/%s to %s, but the scheduler found no node for it, and its verdict stood with nothing left to retry on: %s", ns, name, what, msg))
 			}
 		}
