@@ -184,4 +184,8 @@ var (
 		ID: "dra.one-way-per-gpu", Area: AreaDRA,
 		Rule: "No node serves its GPUs both ways: a node publishing DRA devices of a DeviceClass that maps an extended resource offers none of that resource through a device plugin (else one GPU is handed out twice; dra-facts §6.2).",
 	})
+	DRAMigrationKeepsThePool = Register(Check{
+		ID: "dra.migration-keeps-the-pool", Area: AreaDRA,
+		Rule: "A device-plugin pool moved to DRA node by node while its pods run (a node cordoned, drained, switched to the driver as its DRA twin pool of the same SKU runs it, uncordoned) keeps its contract: pods on its other nodes keep running, pods asking its resource schedule onto the moved node through the DeviceClass that maps it and run with devices prepared, and no GPU is given twice: with every GPU of the moved node held, a claim for one more stays Pending.",
+	})
 )

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
@@ -301,6 +303,17 @@ func (r *Run) EnsureServiceAccounts(ctx context.Context) error {
 		if _, err := r.Client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("namespace %s: %w", ns.Name, err)
 		}
+	}
+	return nil
+}
+
+// Cordon marks the node unschedulable (on) or schedulable again, as
+// `kubectl cordon` and `uncordon` do.
+func (r *Run) Cordon(ctx context.Context, node string, on bool) error {
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
+	_, err := r.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, b, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("setting node %s unschedulable=%v: %w", node, on, err)
 	}
 	return nil
 }

@@ -102,8 +102,8 @@ type Controller struct {
 	stack     *fakegpu.Stack
 	stackErr  error
 	configKey string // identity of the inputs the stack was built from
-	// publishedGen is the pool generation last published per node.
-	publishedGen map[string]int64
+	// published is what this controller last published per node.
+	published map[string]publication
 }
 
 // New builds a controller for the cluster at rc.
@@ -128,7 +128,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint(), publishedGen: map[string]int64{}}
+	c := &Controller{opt: opt, client: cs, dyn: dyn, checkpoint: newDeviceCheckpoint(), published: map[string]publication{}}
 	if _, err := labels.Parse(opt.NodeSelector); err != nil {
 		return nil, fmt.Errorf("fakegpu controller: node selector %q: %w", opt.NodeSelector, err)
 	}

@@ -50,20 +50,27 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 	}
 	var have []*resourcev1.ResourceSlice
 	var gen int64
+	behind := false
+	c.mu.Lock()
+	last := c.published[node.Name]
+	c.mu.Unlock()
 	for _, o := range objs {
 		s := o.(*resourcev1.ResourceSlice)
 		have = append(have, s)
 		gen = max(gen, s.Spec.Pool.Generation)
+		behind = behind || s.Spec.Pool.Generation < last.gen
 	}
-	c.mu.Lock()
-	published := c.publishedGen[node.Name]
-	c.mu.Unlock()
-	if gen < published {
+	// The cache is behind while it lacks the generation last published
+	// or, after the driver stopped (no slices), still shows older ones.
+	if (last.slices > 0 && gen < last.gen) || (last.slices == 0 && behind) {
 		return true, nil
 	}
 	if samePool(have, want) {
 		return false, nil
 	}
+	// Generations only grow, also across a stop: a pool that comes back
+	// is newer than the one that went.
+	gen = max(gen, last.gen)
 	for i, spec := range want {
 		spec.Pool.Generation = gen + 1
 		s := &resourcev1.ResourceSlice{
@@ -85,12 +92,19 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 		}
 	}
 	c.mu.Lock()
-	c.publishedGen[node.Name] = gen + 1
+	c.published[node.Name] = publication{gen: gen + 1, slices: len(want)}
 	c.mu.Unlock()
 	if len(want) > 0 {
 		c.opt.Log("node %s: DRA pool at generation %d, %d slices", node.Name, gen+1, len(want))
 	}
 	return false, nil
+}
+
+// publication is a node's pool as this controller last published it:
+// its generation and how many slices it has (0: the driver stopped).
+type publication struct {
+	gen    int64
+	slices int
 }
 
 // samePool reports whether the published slices of one generation hold

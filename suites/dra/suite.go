@@ -1,6 +1,7 @@
 // Package dra checks the GPU pool contract where GPUs are served by
-// Dynamic Resource Allocation: claim pods are GPU pods, and no GPU is
-// offered both through DRA and a device plugin.
+// Dynamic Resource Allocation: claim pods are GPU pods, no GPU is offered
+// both through DRA and a device plugin, and a pool moved from the device
+// plugin to DRA keeps its contract.
 package dra
 
 import (
@@ -18,4 +19,5 @@ var Suite = suite.New(&testenv, suite.Funcs{},
 	TestOneWayPerGPU,
 	TestNoCrossTrustSharedDevice,
 	TestClassesSelectTheirPools,
+	TestMigrationKeepsThePool,
 )

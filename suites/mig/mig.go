@@ -55,7 +55,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			}
 			pod := runMIGPod(ctx, t, r, c.ID, pool, node, "drained")
 			// The platform's process: cordon, drain, relabel.
-			if err := cordon(ctx, r, node, true); err != nil {
+			if err := r.Cordon(ctx, node, true); err != nil {
 				t.Fatal(err)
 			}
 			if err := expect.DeletePods(ctx, r.Client, "gpupool.dev/check="+c.ID, pod.Namespace); err != nil {
@@ -69,7 +69,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			if failed := failedGPUPods(ctx, t, r, node); len(failed) > 0 {
 				t.Errorf("GPU pods failed on a drained node: %s", strings.Join(failed, "; "))
 			}
-			if err := cordon(ctx, r, node, false); err != nil {
+			if err := r.Cordon(ctx, node, false); err != nil {
 				t.Fatal(err)
 			}
 			relabel(ctx, t, r, pool, node, original)
@@ -140,7 +140,7 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 				return ctx
 			}
 			r := suite.From(ctx)
-			_ = cordon(ctx, r, node, false)
+			_ = r.Cordon(ctx, node, false)
 			relabel(ctx, t, r, pool, node, original)
 			return ctx
 		}).Feature()
@@ -240,12 +240,6 @@ func setLayout(ctx context.Context, t *testing.T, r *harness.Run, node, layout s
 	if _, err := r.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func cordon(ctx context.Context, r *harness.Run, node string, on bool) error {
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
-	_, err := r.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
 }
 
 func failedGPUPods(ctx context.Context, t *testing.T, r *harness.Run, node string) []string {
