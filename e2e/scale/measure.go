@@ -52,6 +52,14 @@ func (p *podTimes) create(key string, at time.Time) {
 	p.mu.Unlock()
 }
 
+// has reports whether the run created the pod.
+func (p *podTimes) has(key string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, ok := p.created[key]
+	return ok
+}
+
 func (p *podTimes) bound(key string, at time.Time) {
 	p.mu.Lock()
 	if _, seen := p.scheduled[key]; !seen {
@@ -76,6 +84,53 @@ func (p *podTimes) latencies(keys []string) []time.Duration {
 		s, oks := p.scheduled[k]
 		if okc && oks {
 			out = append(out, max(s.Sub(c), 0))
+		}
+	}
+	return out
+}
+
+// claimTimes records, per ResourceClaim of the run's pods, when the
+// harness first saw it and first saw it allocated, and its pod: what
+// ClusterLoader2's ResourceClaimAllocationLatency measures (dra-facts §5),
+// here from watch events rather than the claim's creationTimestamp,
+// which has whole seconds only.
+type claimTimes struct {
+	mu        sync.Mutex
+	seen      map[string]time.Time
+	allocated map[string]time.Time
+	pod       map[string]string
+}
+
+func newClaimTimes() *claimTimes {
+	return &claimTimes{seen: map[string]time.Time{}, allocated: map[string]time.Time{}, pod: map[string]string{}}
+}
+
+// observe records a claim (key namespace/name) of pod (namespace/name) at
+// when; allocated: its status holds an allocation.
+func (c *claimTimes) observe(key, pod string, allocated bool, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.seen[key]; !ok {
+		c.seen[key] = at
+		c.pod[key] = pod
+	}
+	if _, ok := c.allocated[key]; allocated && !ok {
+		c.allocated[key] = at
+	}
+}
+
+// latencies returns seen→allocated for the allocated claims of the pods.
+func (c *claimTimes) latencies(pods []string) []time.Duration {
+	want := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		want[p] = true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for key, at := range c.allocated {
+		if want[c.pod[key]] {
+			out = append(out, max(at.Sub(c.seen[key]), 0))
 		}
 	}
 	return out

@@ -103,10 +103,13 @@ type PhaseResult struct {
 	ThroughputSeries     []float64   `json:"throughputSeries"`
 	// CreateToScheduled: from just before the create call to the harness
 	// seeing the pod bound, in seconds.
-	CreateToScheduled Percentiles     `json:"CreateToScheduled"`
-	APIMutating       MutatingLatency `json:"apiMutating"`
-	Contract          Contract        `json:"contract"`
-	TimedOut          string          `json:"timedOut,omitempty"`
+	CreateToScheduled Percentiles `json:"CreateToScheduled"`
+	// ClaimAllocation: from the harness seeing a ResourceClaim of the
+	// phase's pods to seeing it allocated, in seconds (nil: no claims).
+	ClaimAllocation *Percentiles    `json:"ClaimAllocation,omitempty"`
+	APIMutating     MutatingLatency `json:"apiMutating"`
+	Contract        Contract        `json:"contract"`
+	TimedOut        string          `json:"timedOut,omitempty"`
 	// FullPools: mix entries a fill phase stopped placing, their nodes full.
 	FullPools []string `json:"fullPools,omitempty"`
 	// Threshold is the phase's, kept with the figures it is held against.
@@ -123,6 +126,7 @@ type Runner struct {
 	tmpl     []template
 	expected []string
 	times    *podTimes
+	claims   *claimTimes
 
 	pods, nodes cache.SharedIndexInformer
 	notReady    atomic.Int64
@@ -181,7 +185,7 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if err := ensureClaimTemplates(ctx, cs, tmpl); err != nil {
 		return nil, err
 	}
-	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), nodesStop: make(chan struct{}),
+	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), claims: newClaimTimes(), nodesStop: make(chan struct{}),
 		draPools: draPoolsOf(fl, w)}
 	if opt.ProfileDir != "" {
 		r.prof = newProfiler(opt.ProfileDir, fl.Metadata.Name, cs, opt.ClusterDir, opt.Log)
@@ -228,8 +232,12 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 			}
 			continue
 		}
-		r.opt.Log("phase %s: %d pods created, %.0f pods/s average SchedulingThroughput, create→scheduled p99 %.2fs, mutating API p99 %.3fs, %d contract violations",
-			pr.Name, pr.Created, pr.SchedulingThroughput.Average, pr.CreateToScheduled.Perc99, pr.APIMutating.Perc99, pr.Contract.Violations)
+		claims := ""
+		if c := pr.ClaimAllocation; c != nil {
+			claims = fmt.Sprintf(", claim allocation p50 %.2fs p99 %.2fs", c.Perc50, c.Perc99)
+		}
+		r.opt.Log("phase %s: %d pods created, %.0f pods/s average SchedulingThroughput, create→scheduled p99 %.2fs%s, mutating API p99 %.3fs, %d contract violations",
+			pr.Name, pr.Created, pr.SchedulingThroughput.Average, pr.CreateToScheduled.Perc99, claims, pr.APIMutating.Perc99, pr.Contract.Violations)
 	}
 	res.NodesNotReadyMax = int(r.notReadyMax.Load())
 	if after, err := scrapeAPIServer(ctx, r.cs); err == nil && before != nil {
@@ -290,9 +298,34 @@ func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 	if _, err := r.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: track, UpdateFunc: func(_, o any) { track(o) }}); err != nil {
 		return err
 	}
+	synced := []cache.InformerSynced{r.pods.HasSynced, r.nodes.HasSynced}
+	if len(r.draPools) > 0 {
+		// The claims the resourceclaim controller makes from the run's
+		// pods' templates: owned by the pod, none of its labels. Not the
+		// scheduler's extended-resource claims: made in PreBind with the
+		// allocation it already chose (dra-facts §3), they would count 0.
+		cf := informers.NewSharedInformerFactoryWithOptions(r.cs, 0, informers.WithTransform(controller.StripManagedFields))
+		claims := cf.Resource().V1().ResourceClaims().Informer()
+		seenClaim := func(obj any) {
+			cl, ok := obj.(*resourcev1.ResourceClaim)
+			if !ok || cl.Annotations[resourcev1.ExtendedResourceClaimAnnotation] == "true" {
+				return
+			}
+			for _, o := range cl.OwnerReferences {
+				if pod := cl.Namespace + "/" + o.Name; o.Kind == "Pod" && r.times.has(pod) {
+					r.claims.observe(cl.Namespace+"/"+cl.Name, pod, cl.Status.Allocation != nil, time.Now())
+				}
+			}
+		}
+		if _, err := claims.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: seenClaim, UpdateFunc: func(_, o any) { seenClaim(o) }}); err != nil {
+			return err
+		}
+		cf.Start(stop)
+		synced = append(synced, claims.HasSynced)
+	}
 	pf.Start(stop)
 	nf.Start(stop)
-	if !cache.WaitForCacheSync(ctx.Done(), r.pods.HasSynced, r.nodes.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return errors.New("scale: informer caches did not sync")
 	}
 	r.notReadyMax.Store(r.notReady.Load())
@@ -433,6 +466,10 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	pr.ThroughputSeries = samples
 	pr.SchedulingThroughput = percentiles(trimIdleTail(samples))
 	pr.CreateToScheduled = percentiles(seconds(r.times.latencies(keys)))
+	if l := r.claims.latencies(keys); len(l) > 0 {
+		p := percentiles(seconds(l))
+		pr.ClaimAllocation = &p
+	}
 
 	// Deliberately unschedulable pods: wait until the scheduler has tried
 	// each, so "stays Pending" means it was judged, then check the contract.

@@ -266,6 +266,11 @@ func thousands(n int) string {
 // beside (dra-facts §5: K test/integration/scheduler_perf/dra/performance-config.yaml).
 const anchorClaimTemplate = "scheduler_perf v1.37.2 SchedulingWithResourceClaimTemplate/5000pods_500nodes: threshold 56, typically above 70"
 
+// anchorClaimAllocation is what claim allocation latency is set beside
+// (dra-facts §5: ClusterLoader2's ResourceClaimAllocationLatency, default
+// threshold 5 min; one local kind run of its churn, perf-tests#3438).
+const anchorClaimAllocation = "ClusterLoader2 ResourceClaimAllocationLatency: threshold 5 min; one kind run p50/p90/p99 0.652/0.811/0.931 s"
+
 // Figures lists a run's headline numbers, each held against the
 // workload's threshold for it when the run is of the size it names.
 func Figures(label string, r *Result) []Figure {
@@ -311,6 +316,11 @@ func Figures(label string, r *Result) []Figure {
 		default:
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", t.CreateToScheduledP99.at(nodes, created), "SLO pod startup p99 ≤ 5 s")
 			add(ph.Name+" create→scheduled Perc50", ph.CreateToScheduled.Perc50, "s", nil, "")
+		}
+		if c := ph.ClaimAllocation; c != nil {
+			add(ph.Name+" claim allocation Perc50", c.Perc50, "s", nil, "")
+			add(ph.Name+" claim allocation Perc90", c.Perc90, "s", nil, "")
+			add(ph.Name+" claim allocation Perc99", c.Perc99, "s", nil, anchorClaimAllocation)
 		}
 		add(ph.Name+" mutating API Perc99", ph.APIMutating.Perc99, "s", t.MutatingP99.at(nodes, created), "SLO: mutating calls p99 ≤ 1 s")
 	}

@@ -66,3 +66,55 @@ func TestPoolPublishedAgainAfterAStop(t *testing.T) {
 	require.Empty(t, reconcile(nil), "the driver stopped")
 	require.Equal(t, []int64{3}, reconcile(want), "published again, newer than the pool that went")
 }
+
+// While the cache still shows the generation before the one just
+// published beside it, the publisher waits instead of publishing a third.
+func TestPoolNotRepublishedWhileTheCacheLags(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	var created []*resourcev1.ResourceSlice
+	cs.PrependReactor("create", "resourceslices", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*resourcev1.ResourceSlice).DeepCopy()
+		s.Name = fmt.Sprintf("%s%d", s.GenerateName, len(created))
+		created = append(created, s)
+		return true, s, nil
+	})
+	// An informer never started: the test feeds its cache by hand.
+	c := &Controller{client: cs, published: map[string]publication{}, opt: Options{Log: func(string, ...any) {}}}
+	c.slices = informers.NewSharedInformerFactory(cs, 0).Resource().V1().ResourceSlices().Informer()
+	require.NoError(t, c.slices.AddIndexers(cache.Indexers{sliceIndex: indexSliceByNode}))
+	cached := c.slices.GetIndexer()
+
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "uid-1"}}
+	inv := fakegpu.NodeInventory{SKU: fakegpu.Catalog["h100-80gb"], Count: 2}
+	want := func(xids map[int]int) []resourcev1.ResourceSliceSpec {
+		s, err := fakegpu.DRASlices("n", inv, nil, fakegpu.DRAConfig{Mode: fakegpu.DRAWholeGPU}, 0, xids)
+		require.NoError(t, err)
+		return s
+	}
+	healthy, tainted := want(nil), want(map[int]int{1: 79})
+
+	stale, err := c.reconcileSlices(ctx, node, healthy)
+	require.NoError(t, err)
+	require.False(t, stale)
+	require.Len(t, created, 1)
+	require.NoError(t, cached.Add(created[0])) // generation 1 reaches the cache
+
+	stale, err = c.reconcileSlices(ctx, node, tainted) // a GPU's Xid: generation 2
+	require.NoError(t, err)
+	require.False(t, stale)
+	require.Len(t, created, 2)
+	require.Equal(t, int64(2), created[1].Spec.Pool.Generation)
+	require.NoError(t, cached.Add(created[1])) // generation 2 is seen, generation 1's deletion not yet
+
+	stale, err = c.reconcileSlices(ctx, node, tainted)
+	require.NoError(t, err)
+	require.True(t, stale, "generation 1 is still in the cache")
+	require.Len(t, created, 2, "no third generation while the cache lags")
+
+	require.NoError(t, cached.Delete(created[0]))
+	stale, err = c.reconcileSlices(ctx, node, tainted)
+	require.NoError(t, err)
+	require.False(t, stale)
+	require.Len(t, created, 2, "the pool is as wanted")
+}

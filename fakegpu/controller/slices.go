@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -50,19 +52,30 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 	}
 	var have []*resourcev1.ResourceSlice
 	var gen int64
-	behind := false
 	c.mu.Lock()
 	last := c.published[node.Name]
 	c.mu.Unlock()
+	if last.uid != node.UID {
+		last = publication{} // a new node of the same name starts afresh
+	}
+	older, current := 0, 0
 	for _, o := range objs {
 		s := o.(*resourcev1.ResourceSlice)
 		have = append(have, s)
 		gen = max(gen, s.Spec.Pool.Generation)
-		behind = behind || s.Spec.Pool.Generation < last.gen
+		switch g := s.Spec.Pool.Generation; {
+		case g < last.gen:
+			older++
+		case g == last.gen:
+			current++
+		}
 	}
-	// The cache is behind while it lacks the generation last published
-	// or, after the driver stopped (no slices), still shows older ones.
-	if (last.slices > 0 && gen < last.gen) || (last.slices == 0 && behind) {
+	// The cache is behind while it does not yet show the pool as last
+	// published: some of its slices missing, or older ones still there
+	// (also after the driver stopped, when it publishes none). Acting on
+	// it would publish yet another generation. Past staleFor the cache is
+	// believed: someone else removed slices.
+	if (older > 0 || current < last.slices) && time.Since(last.at) < staleFor {
 		return true, nil
 	}
 	if samePool(have, want) {
@@ -92,7 +105,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 		}
 	}
 	c.mu.Lock()
-	c.published[node.Name] = publication{gen: gen + 1, slices: len(want)}
+	c.published[node.Name] = publication{uid: node.UID, gen: gen + 1, slices: len(want), at: time.Now()}
 	c.mu.Unlock()
 	if len(want) > 0 {
 		c.opt.Log("node %s: DRA pool at generation %d, %d slices", node.Name, gen+1, len(want))
@@ -101,11 +114,18 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 }
 
 // publication is a node's pool as this controller last published it:
-// its generation and how many slices it has (0: the driver stopped).
+// for which node, its generation, how many slices it has (0: the driver
+// stopped) and when.
 type publication struct {
+	uid    types.UID
 	gen    int64
 	slices int
+	at     time.Time
 }
+
+// staleFor bounds how long the slice cache may lag a publication before
+// the publisher believes it instead.
+const staleFor = 10 * time.Second
 
 // samePool reports whether the published slices of one generation hold
 // exactly want's devices and counters, slice by slice in order.

@@ -39,8 +39,12 @@ type migration struct {
 	from, to fleet.Pool
 	node     string
 	// The node's DRA annotations and device-plugin deploy label before
-	// the move (absent: not in the map), restored after.
-	before map[string]*string
+	// the move (absent: nil), restored after, and what it then offered of
+	// the pool's resource.
+	before      map[string]*string
+	res         string
+	allocatable int64
+	cordoned    bool
 }
 
 // migrationPair finds a pool whose GPUs the device plugin serves whole and
@@ -49,7 +53,7 @@ type migration struct {
 func migrationPair(t *testing.T, r *harness.Run) (from, to fleet.Pool) {
 	t.Helper()
 	for _, p := range r.Fleet.Spec.Pools {
-		if !p.GPU() || p.DRA != nil {
+		if !p.GPU() || p.DRA != nil || p.Mode() != fleet.ModeExclusive {
 			continue
 		}
 		if res, err := r.IntendedResource(p); err != nil || res != fakegpu.ResourceGPU {
@@ -100,38 +104,55 @@ func (m *migration) apply(ctx context.Context, r *harness.Run, set map[string]*s
 	return err
 }
 
-// drain evicts the pod, as `kubectl drain` does (PodDisruptionBudgets
-// apply), and waits until it is gone with its claims.
-func drain(ctx context.Context, r *harness.Run, pod *corev1.Pod) error {
-	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
-	if err := r.Client.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev); err != nil {
-		return fmt.Errorf("evicting pod %s/%s: %w", pod.Namespace, pod.Name, err)
+// drain evicts every pod of the node but DaemonSet and static ones, as
+// `kubectl drain` does (PodDisruptionBudgets apply), and waits until they
+// are gone with their claims: a pod left holding a device-plugin GPU would
+// have it handed out again through DRA.
+func drain(ctx context.Context, r *harness.Run, node string) error {
+	list, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return fmt.Errorf("listing node %s's pods: %w", node, err)
 	}
-	if err := wait.For(ctx, fmt.Sprintf("evicted pod %s/%s to be gone", pod.Namespace, pod.Name), expect.ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
-		p, err := r.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || err == nil && p.UID != pod.UID {
-			return true, "", nil
+	evicted := map[types.UID]bool{}
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.Annotations[corev1.MirrorPodAnnotationKey] != "" ||
+			slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }) {
+			continue
 		}
+		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		if err := r.Client.CoreV1().Pods(p.Namespace).EvictV1(ctx, ev); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("draining node %s: evicting pod %s/%s: %w", node, p.Namespace, p.Name, err)
+		}
+		evicted[p.UID] = true
+	}
+	if err := wait.For(ctx, fmt.Sprintf("the %d pods evicted from node %s to be gone", len(evicted), node), expect.ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		list, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
 		if err != nil {
 			return false, "", err
 		}
-		return false, expect.Describe(p), nil
+		var left []string
+		for _, p := range list.Items {
+			if evicted[p.UID] {
+				left = append(left, p.Namespace+"/"+p.Name)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("left: %v", left), nil
 	}); err != nil {
 		return err
 	}
-	return expect.ClaimsGone(ctx, r.Client, map[types.UID]bool{pod.UID: true})
+	return expect.ClaimsGone(ctx, r.Client, evicted)
 }
 
 // serves waits for the node to show which way it serves res: through DRA
-// (a device for each GPU, none allocatable through a device plugin) or
-// through the device plugin (all allocatable, no DRA device).
-func serves(ctx context.Context, r *harness.Run, node, res string, gpus int, dra bool) error {
-	what := fmt.Sprintf("node %s to offer %d %s through the device plugin and publish no DRA device", node, gpus, res)
+// (n devices serving it, none allocatable through a device plugin) or
+// through the device plugin (n allocatable, no DRA device).
+func serves(ctx context.Context, r *harness.Run, node, res string, n int, dra bool) error {
+	what := fmt.Sprintf("node %s to offer %d %s through the device plugin and publish no DRA device", node, n, res)
 	if dra {
-		what = fmt.Sprintf("node %s to publish %d DRA devices serving %s and offer none through a device plugin", node, gpus, res)
+		what = fmt.Sprintf("node %s to publish %d DRA devices serving %s and offer none through a device plugin", node, n, res)
 	}
 	return wait.For(ctx, what, switchTimeout, func(ctx context.Context) (bool, string, error) {
-		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		got, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
@@ -139,10 +160,10 @@ func serves(ctx context.Context, r *harness.Run, node, res string, gpus int, dra
 		if err != nil {
 			return false, "", err
 		}
-		served, alloc := fakegpu.DRADevicesFor(devs, res), suite.Allocatable(n, res)
-		ok := served == gpus && alloc == 0
+		served, alloc := fakegpu.DRADevicesFor(devs, res), suite.Allocatable(got, res)
+		ok := served == n && alloc == 0
 		if !dra {
-			ok = len(devs) == 0 && alloc == int64(gpus)
+			ok = len(devs) == 0 && alloc == int64(n)
 		}
 		return ok, fmt.Sprintf("%d DRA devices serve it, %d allocatable through the device plugin", served, alloc), nil
 	})
@@ -216,18 +237,37 @@ func TestMigrationKeepsThePool(t *testing.T) {
 	c := checks.DRAMigrationKeepsThePool
 	var m *migration
 	f := suite.Feature(c).
-		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		Assess("a node moved to DRA after a drain takes the pool's pods through the DeviceClass mapping, gives no GPU twice, and its pool's other pods keep running", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
+			// Found here, not in a Setup: a Setup that skips skips the
+			// feature's teardowns too.
 			from, to := migrationPair(t, r)
+			res, err := r.IntendedResource(from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ns, domain, err := suite.NamespaceFor(ctx, from)
+			if err != nil {
+				t.Fatal(err)
+			}
 			nodes, _, err := r.Disruptable(ctx, from.Name)
 			if err != nil {
 				t.Fatal(err)
 			}
+			inDomain, err := r.PoolNodes(ctx, from.Name, domain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A node of the tenant's trust domain, schedulable: the check's
+			// pods must be able to land on it.
+			nodes = slices.DeleteFunc(nodes, func(n corev1.Node) bool {
+				return n.Spec.Unschedulable || !slices.ContainsFunc(inDomain, func(d corev1.Node) bool { return d.Name == n.Name })
+			})
 			if len(nodes) == 0 {
 				t.Skipf("no node of pool %s is named with --disruptive-nodes", from.Name)
 			}
 			n := nodes[len(nodes)-1]
-			m = &migration{from: from, to: to, node: n.Name, before: map[string]*string{}}
+			m = &migration{from: from, to: to, node: n.Name, before: map[string]*string{}, res: res, allocatable: suite.Allocatable(&n, res), cordoned: n.Spec.Unschedulable}
 			for k := range m.migrated() {
 				src := n.Annotations
 				if k == fakegpu.LabelDeployDevicePlugin {
@@ -239,21 +279,9 @@ func TestMigrationKeepsThePool(t *testing.T) {
 					m.before[k] = nil
 				}
 			}
-			return ctx
-		}).
-		Assess("a node moved to DRA after a drain takes the pool's pods through the DeviceClass mapping, gives no GPU twice, and its pool's other pods keep running", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			r := suite.From(ctx)
-			res, err := r.IntendedResource(m.from)
-			if err != nil {
-				t.Fatal(err)
-			}
 			class, err := r.DeviceClassMapping(ctx, res)
 			if err != nil {
 				t.Fatalf("pool %s cannot move to DRA: %v (its pods asking %s would find no device on a moved node)", m.from.Name, err, res)
-			}
-			ns, domain, err := suite.NamespaceFor(ctx, m.from)
-			if err != nil {
-				t.Fatal(err)
 			}
 			pinned := func(name, node string) workload.Pod {
 				return workload.New(c.ID, ns, m.from.Name+"-"+name).ForPool(m.from, domain).NodeSelector(map[string]string{corev1.LabelHostname: node})
@@ -284,14 +312,17 @@ func TestMigrationKeepsThePool(t *testing.T) {
 					break
 				}
 			}
-			moved := running(pinned("drained", m.node).GPU(res, 1))
+			if stay == nil {
+				t.Logf("pool %s has no other node: that its other pods keep running is not tried", m.from.Name)
+			}
+			running(pinned("drained", m.node).GPU(res, 1))
 
 			// The move, as a team does it: cordon, drain, switch the
 			// driver, uncordon.
 			if err := r.Cordon(ctx, m.node, true); err != nil {
 				t.Fatal(err)
 			}
-			if err := drain(ctx, r, moved); err != nil {
+			if err := drain(ctx, r, m.node); err != nil {
 				t.Fatal(err)
 			}
 			if err := m.apply(ctx, r, m.migrated()); err != nil {
@@ -348,7 +379,9 @@ func TestMigrationKeepsThePool(t *testing.T) {
 					t.Errorf("GPU %s of the moved node %s is given twice: %s", id, m.node, strings.Join(held[id], "; "))
 				}
 			}
-			t.Logf("node %s after the move: %d GPUs held", m.node, len(held))
+			if len(held) != m.from.GPUsPerNode {
+				t.Errorf("the moved node %s has %d GPUs, and %d of them are held after the fill", m.node, m.from.GPUsPerNode, len(held))
+			}
 
 			if stay != nil {
 				p, err := r.Client.CoreV1().Pods(ns).Get(ctx, stay.Name, metav1.GetOptions{})
@@ -370,14 +403,10 @@ func TestMigrationKeepsThePool(t *testing.T) {
 			if err := m.apply(ctx, r, m.before); err != nil {
 				t.Errorf("restoring node %s: %v", m.node, err)
 			}
-			if err := r.Cordon(ctx, m.node, false); err != nil {
+			if err := r.Cordon(ctx, m.node, m.cordoned); err != nil {
 				t.Errorf("restoring node %s: %v", m.node, err)
 			}
-			res, err := r.IntendedResource(m.from)
-			if err == nil {
-				err = serves(ctx, r, m.node, res, m.from.GPUsPerNode, false)
-			}
-			if err != nil {
+			if err := serves(ctx, r, m.node, m.res, int(m.allocatable), false); err != nil {
 				t.Errorf("restoring node %s: %v", m.node, err)
 			}
 			return ctx
