@@ -186,6 +186,6 @@ var (
 	})
 	DRAMigrationKeepsThePool = Register(Check{
 		ID: "dra.migration-keeps-the-pool", Area: AreaDRA,
-		Rule: "A device-plugin pool moved to DRA node by node while its pods run (a node cordoned, drained, switched to the driver as its DRA twin pool of the same SKU runs it, uncordoned) keeps its contract: pods on its other nodes keep running, pods asking its resource schedule onto the moved node through the DeviceClass that maps it and run with devices prepared, and no GPU is given twice: with every GPU of the moved node held, a claim for one more stays Pending.",
+		Rule: "A device-plugin pool can move to DRA node by node while its tenants' pods run: a node is cordoned, drained (evicted, PodDisruptionBudgets applying), its device plugin taken off and NVIDIA's DRA driver put on as on the DRA pool of the same SKU, uncordoned; pods on the pool's other nodes keep running, pods asking its resource schedule onto the moved node through the DeviceClass that maps it and run with devices prepared, and no GPU is given twice: with every GPU of the moved node held, a claim for one more stays Pending.",
 	})
 )

@@ -33,8 +33,9 @@ import (
 // in one pass.
 const switchTimeout = 15 * time.Second
 
-// migration is one node of a device-plugin pool moved to DRA the way the
-// fleet's DRA pool of the same SKU (its twin) is served.
+// migration is one node of a device-plugin pool moved to DRA: its device
+// plugin off, NVIDIA's DRA driver serving its GPUs as it serves the fleet's
+// DRA pool of the same SKU (its twin).
 type migration struct {
 	from, to fleet.Pool
 	node     string
@@ -69,20 +70,16 @@ func migrationPair(t *testing.T, r *harness.Run) (from, to fleet.Pool) {
 	return
 }
 
-// migrated is the node's DRA annotations and deploy label as the twin
-// pool's nodes have them (fleet/nodes.go: the device plugin off unless the
-// pool's labels say otherwise).
+// migrated is the node's switch: the device plugin taken off as the GPU
+// Operator does (nvidia.com/gpu.deploy.device-plugin=false), NVIDIA's DRA
+// driver serving its GPUs as it serves the twin pool's.
 func (m *migration) migrated() map[string]*string {
 	str := func(s string) *string { return &s }
-	out := map[string]*string{
+	return map[string]*string{
 		fakegpu.AnnotationDRA:           str(m.to.DRA.Mode),
 		fakegpu.AnnotationDRAShares:     nil,
 		fakegpu.LabelDeployDevicePlugin: str("false"),
 	}
-	if v, ok := m.to.Labels[fakegpu.LabelDeployDevicePlugin]; ok {
-		out[fakegpu.LabelDeployDevicePlugin] = str(v)
-	}
-	return out
 }
 
 // apply writes the annotations and the label (nil: removed).
@@ -250,6 +247,18 @@ func TestMigrationKeepsThePool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The pods a move drains are tenants': on a pool open to every
+			// tenant, those of the first tenant namespace (their
+			// namespace's PodDisruptionBudgets apply to the drain).
+			if domain == nil {
+				tenants, err := r.TenantNamespaces(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(tenants) > 0 {
+					ns = slices.Min(tenants)
+				}
+			}
 			nodes, _, err := r.Disruptable(ctx, from.Name)
 			if err != nil {
 				t.Fatal(err)
@@ -329,7 +338,7 @@ func TestMigrationKeepsThePool(t *testing.T) {
 				t.Fatalf("switching node %s to DRA: %v", m.node, err)
 			}
 			if err := serves(ctx, r, m.node, res, m.from.GPUsPerNode, true); err != nil {
-				t.Errorf("node %s was switched to DRA as pool %s's nodes are (%s): %v", m.node, m.to.Name, describe(m.migrated()), err)
+				t.Errorf("node %s was switched to DRA (%s): %v", m.node, describe(m.migrated()), err)
 			}
 			if err := r.Cordon(ctx, m.node, false); err != nil {
 				t.Fatal(err)
