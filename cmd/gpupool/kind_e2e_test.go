@@ -7,15 +7,16 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/scale"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -66,10 +67,10 @@ func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 	// scale-200 and of the correctness workload: the in-cluster wiring is
 	// what this proves (200 nodes took 3.5 min here, 1,000 pods bound at
 	// kind's scheduler pace); 200 nodes in bulk are make test-scale's.
-	fleet, workload := fifthOfScale200(t, dir)
+	fleetFile40, workloadFile := fifthOfScale200(t, dir)
 	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
 		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"],
-		"--fleets", fleet, "--workload", workload, "--out", t.TempDir())
+		"--fleets", fleetFile40, "--workload", workloadFile, "--out", t.TempDir())
 	require.Equal(t, 0, sr.exit)
 	assert.Contains(t, sr.stderr, "simulated stack: kwok and fakegpu controllers running in")
 	assert.Contains(t, sr.stderr, "40 simulated nodes joined")
@@ -83,29 +84,46 @@ func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 
 // fifthOfScale200 writes the built-in fleet scale-200 with a fifth of its
 // nodes (40) and the correctness workload with a fifth of its burst and
-// churn, and returns their paths.
-func fifthOfScale200(t *testing.T, dir string) (fleet, workload string) {
+// churn, through the project's own types and loaders (both read back), and
+// returns their paths.
+func fifthOfScale200(t *testing.T, dir string) (fleetFile, workloadFile string) {
 	t.Helper()
-	fifth := func(src, dst string, field *regexp.Regexp) string {
-		name := strings.TrimSuffix(dst, ".yaml")
-		b, err := os.ReadFile(filepath.Join(repoRoot, "manifests", src))
+	fifth := func(what string, v int) int {
+		require.Zero(t, v%5, "%s: %d is not a multiple of 5", what, v)
+		return v / 5
+	}
+	write := func(name string, v any) string {
+		b, err := yaml.Marshal(v)
 		require.NoError(t, err)
-		n := 0
-		out := field.ReplaceAllStringFunc(string(b), func(m string) string {
-			sub := field.FindStringSubmatch(m)
-			v, err := strconv.Atoi(sub[2])
-			require.NoError(t, err)
-			require.Zero(t, v%5, "%s: %s is not a multiple of 5", src, m)
-			n++
-			return sub[1] + strconv.Itoa(v/5) + sub[3]
-		})
-		require.NotZero(t, n, "%s: nothing matched %s", src, field)
-		out = regexp.MustCompile(`(?m)^(  name: ).*$`).ReplaceAllString(out, "${1}"+name) // metadata.name
-		p := filepath.Join(dir, dst)
-		require.NoError(t, os.WriteFile(p, []byte(out), 0o644))
+		p := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(p, b, 0o644))
 		return p
 	}
-	fleet = fifth("fleets/scale-200.yaml", "scale-40.yaml", regexp.MustCompile(`(\bnodes: )(\d+)()`))
-	workload = fifth("workloads/correctness.yaml", "correctness-fifth.yaml", regexp.MustCompile(`(\b(?:pods|duration): )(\d+)(s?\n)`))
-	return fleet, workload
+
+	f, err := fleet.Load(filepath.Join(repoRoot, "manifests", "fleets", "scale-200.yaml"))
+	require.NoError(t, err)
+	f.Metadata.Name = "scale-40"
+	for i := range f.Spec.Pools {
+		p := &f.Spec.Pools[i]
+		p.Nodes = fifth("pool "+p.Name, p.Nodes)
+		for j := range p.TrustDomains {
+			p.TrustDomains[j].Nodes = fifth("trust domain "+p.TrustDomains[j].Name, p.TrustDomains[j].Nodes)
+		}
+	}
+	fleetFile = write(f.Metadata.Name, f)
+	_, err = fleet.Load(fleetFile)
+	require.NoError(t, err, "the fifth of scale-200 must be a valid fleet")
+
+	w, err := scale.LoadWorkload(filepath.Join(repoRoot, "manifests", "workloads", "correctness.yaml"))
+	require.NoError(t, err)
+	w.Metadata.Name = "correctness-fifth"
+	for i := range w.Spec.Phases {
+		ph := &w.Spec.Phases[i]
+		ph.Pods = fifth("phase "+ph.Name+" pods", ph.Pods)
+		ph.Duration.Duration /= 5
+	}
+	workloadFile = write(w.Metadata.Name, w)
+	_, err = scale.LoadWorkload(workloadFile)
+	require.NoError(t, err, "the fifth of correctness must be a valid workload")
+	return fleetFile, workloadFile
 }
