@@ -3,6 +3,7 @@ package fakegpu
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -34,8 +35,14 @@ type ClusterPolicySettings struct {
 	ToolkitEnabled      bool
 	ToolkitSetAsDefault bool
 	// DevicePluginEnv is spec.devicePlugin.env: DP_DISABLE_HEALTHCHECKS and
-	// DP_ENABLE_HEALTHCHECKS decide which Xids mark a GPU unhealthy.
+	// DP_ENABLE_HEALTHCHECKS decide which Xids mark a GPU unhealthy,
+	// DEVICE_LIST_STRATEGY and DEVICE_ID_STRATEGY what Allocate returns.
 	DevicePluginEnv map[string]string
+	// Toolkit is what spec.toolkit.env makes of the toolkit's config.toml
+	// (access §1.4), and ToolkitVersion spec.toolkit.version, the image
+	// tag ("" = the Operator's own, ToolkitDefaultVersion).
+	Toolkit        ToolkitSettings
+	ToolkitVersion string
 }
 
 type clusterPolicyDoc struct {
@@ -62,6 +69,7 @@ type clusterPolicyDoc struct {
 		Toolkit struct {
 			Enabled *bool    `json:"enabled"`
 			Env     []envVar `json:"env"`
+			Version string   `json:"version"`
 		} `json:"toolkit"`
 		Operator struct {
 			RuntimeClass string `json:"runtimeClass"`
@@ -143,10 +151,37 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 		}
 		out.DevicePluginEnv[e.Name] = e.Value
 	}
-	for _, e := range s.Toolkit.Env {
+	out.ToolkitVersion = s.Toolkit.Version
+	for i, e := range s.Toolkit.Env {
 		if (e.Name == "NVIDIA_RUNTIME_SET_AS_DEFAULT" || e.Name == "CONTAINERD_SET_AS_DEFAULT") && strings.EqualFold(e.Value, "false") {
 			out.ToolkitSetAsDefault = false
 		}
+		// The installer reads these as boolean flags from the environment
+		// (access §1.4); a value it cannot parse stops the toolkit, so it
+		// is refused here with the field named.
+		var dst *bool
+		var want bool
+		switch e.Name {
+		case "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED":
+			dst, want = &out.Toolkit.EnvvarRefusedUnprivileged, false
+		case "ACCEPT_NVIDIA_VISIBLE_DEVICES_AS_VOLUME_MOUNTS":
+			dst, want = &out.Toolkit.VolumeMountsAccepted, true
+		default:
+			continue
+		}
+		b, err := strconv.ParseBool(e.Value)
+		if err != nil {
+			return out, fmt.Errorf("spec.toolkit.env[%d] (%s): %q is not a boolean", i, e.Name, e.Value)
+		}
+		*dst = b == want
+	}
+	for i, st := range out.DeviceListStrategy() {
+		if !oneOf(st, DeviceListStrategies) {
+			return out, fmt.Errorf("spec.devicePlugin.env DEVICE_LIST_STRATEGY: invalid strategy: %s (valid: %s; entry %d)", st, strings.Join(DeviceListStrategies, ", "), i)
+		}
+	}
+	if id := out.DeviceIDStrategy(); id != "uuid" && id != "index" {
+		return out, fmt.Errorf("spec.devicePlugin.env DEVICE_ID_STRATEGY: invalid strategy: %s (valid: uuid, index)", id)
 	}
 	if out.MIGStrategy != "" && !oneOf(out.MIGStrategy, MIGStrategies) {
 		return out, fmt.Errorf("spec.mig.strategy: unknown MIG strategy %q (valid: %s)", out.MIGStrategy, strings.Join(MIGStrategies, ", "))

@@ -6,5 +6,6 @@
 //
 // It carries NVIDIA facts only; it knows nothing of the test harness. The
 // behaviour it reproduces is written down, with upstream sources, in
-// shared/docs/nvidia-stack-facts.md.
+// shared/docs/nvidia-stack-facts.md ("facts §n") and in the project's
+// docs/facts/ (gpu-access-facts.md: "access §n"; kubelet-facts.md).
 package fakegpu

@@ -130,7 +130,7 @@ func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 		devices := p.Devices
 		if len(devices) == 0 {
 			var err error
-			devices, err = allocatePod(n, p.Containers, shared, taken)
+			devices, _, err = allocatePod(n, p.Containers, shared, taken)
 			if err != nil {
 				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed: " + err.Error()}
 				continue
@@ -184,10 +184,10 @@ func judgeMemory(v Verdict, p GPUPod, sku SKU, strategy string, shared map[strin
 // allocatePod hands out free device IDs container by container, as the
 // kubelet's device manager does: a container takes the devices a finished
 // (non-restartable) init container left first, then free ones; the pod's
-// devices are the distinct union.
-func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string]int, taken map[string]bool) ([]string, error) {
+// devices are the distinct union, and perContainer what each was given.
+func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string]int, taken map[string]bool) (devices []string, perContainer map[string][]string, err error) {
 	reusable := map[string][]string{}
-	var devices []string
+	perContainer = map[string][]string{}
 	held := map[string]bool{}
 	for _, c := range containers {
 		for _, name := range sortedKeys(c.Limits) {
@@ -206,8 +206,9 @@ func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string
 				}
 			}
 			if int64(len(got)) < want {
-				return nil, fmt.Errorf("container %s requested %d %s, only %d free on the node", c.Name, want, name, len(got))
+				return nil, nil, fmt.Errorf("container %s requested %d %s, only %d free on the node", c.Name, want, name, len(got))
 			}
+			perContainer[c.Name] = append(perContainer[c.Name], got...)
 			if c.Init && !c.Restartable {
 				reusable[name] = got // back to the pod's pool when it exits
 			} else {
@@ -221,7 +222,31 @@ func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string
 			}
 		}
 	}
-	return devices, nil
+	return devices, perContainer, nil
+}
+
+// ContainerDevices splits a pod's allocated devices among its containers
+// as allocatePod gave them: with only the pod's own devices free, the
+// same walk in the plugin's order hands each container the same IDs.
+func (s *Stack) ContainerDevices(n KubeletNode, containers []ContainerRequest, devices []string) map[string][]string {
+	cfg, _ := s.DevicePluginConfigFor(n.Labels)
+	taken := map[string]bool{}
+	own := map[string]bool{}
+	for _, d := range devices {
+		own[d] = true
+	}
+	for name, k := range n.Capacity {
+		for _, id := range DeviceIDs(n.Name, name, k, cfg.SharedReplicas()[name]) {
+			if !own[id] {
+				taken[id] = true
+			}
+		}
+	}
+	_, per, err := allocatePod(n, containers, cfg.SharedReplicas(), taken)
+	if err != nil {
+		return nil
+	}
+	return per
 }
 
 // DeviceIDs lists the IDs of the count devices a node advertises of

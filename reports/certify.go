@@ -47,6 +47,16 @@ type Requirement struct {
 	ID     string   `json:"id"`
 	Level  string   `json:"level"`
 	Checks []string `json:"checks"`
+	// Procedures: the requirement's test procedures, each with the checks
+	// that run it and the pod shapes they try.
+	Procedures []Procedure `json:"procedures,omitempty"`
+}
+
+// Procedure is one test procedure of a requirement.
+type Procedure struct {
+	Procedure string   `json:"procedure"`
+	Checks    []string `json:"checks"`
+	Shapes    string   `json:"shapes"`
 }
 
 // requirementResult is a requirement as the bundle reports it.
@@ -136,7 +146,29 @@ func (s *Summary) mapping(c Certification) []map[string]any {
 			}
 			checks[id] = res
 		}
-		out = append(out, map[string]any{"id": r.ID, "level": r.Level, "checks": checks})
+		m := map[string]any{"id": r.ID, "level": r.Level, "checks": checks}
+		var procs []map[string]any
+		for _, p := range r.Procedures {
+			// A procedure ran when every check of it ran, and held when
+			// every one passed.
+			status := "held"
+			for _, id := range p.Checks {
+				switch s.result(id) {
+				case "pass":
+				case "":
+					status = "not run"
+				default:
+					if status != "not run" {
+						status = "failed"
+					}
+				}
+			}
+			procs = append(procs, map[string]any{"procedure": p.Procedure, "checks": p.Checks, "shapes": p.Shapes, "status": status})
+		}
+		if procs != nil {
+			m["procedures"] = procs
+		}
+		out = append(out, m)
 	}
 	return out
 }

@@ -28,7 +28,11 @@ var certInfo = Certification{
 	Versions:         map[string]string{"gpupool": "v0.1.0", "kubernetes": "v1.37.2"},
 	ChecklistVersion: "v1.37",
 	Requirements: []Requirement{
-		{ID: "secure_accelerator_access", Level: "MUST", Checks: []string{"a.one", "b.three", "kubelet.only"}},
+		{ID: "secure_accelerator_access", Level: "MUST", Checks: []string{"a.one", "b.three", "kubelet.only"}, Procedures: []Procedure{
+			{Procedure: "held", Checks: []string{"b.three"}, Shapes: "s1"},
+			{Procedure: "failed", Checks: []string{"a.two", "b.three"}, Shapes: "s2"},
+			{Procedure: "not run", Checks: []string{"kubelet.only", "a.one"}, Shapes: "s3"},
+		}},
 		{ID: "gpu_sharing", Level: "SHOULD", Checks: []string{"a.two"}},
 	},
 }
@@ -86,4 +90,28 @@ func TestCertificationProductAndLog(t *testing.T) {
 	assert.Contains(t, string(log), "[FAIL] a.two")
 	assert.Contains(t, string(log), "expected x but y")
 	assert.Contains(t, string(log), "version gpupool v0.1.0")
+}
+
+// Each test procedure of a requirement says whether it ran and held, with
+// the shapes its checks tried.
+func TestCertificationMappingSaysWhichProceduresRan(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, certSummary().WriteCertification(dir, certInfo))
+	b, err := os.ReadFile(filepath.Join(dir, CertMappingFile))
+	require.NoError(t, err)
+	var m struct {
+		Requirements []struct {
+			ID         string `json:"id"`
+			Procedures []struct {
+				Procedure, Status, Shapes string
+			} `json:"procedures"`
+		} `json:"requirements"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &m))
+	require.NotEmpty(t, m.Requirements)
+	require.Len(t, m.Requirements[0].Procedures, 3)
+	for _, p := range m.Requirements[0].Procedures {
+		assert.Equal(t, p.Procedure, p.Status, "procedure %s", p.Procedure)
+		assert.NotEmpty(t, p.Shapes)
+	}
 }

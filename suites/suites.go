@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/suites/access"
 	"github.com/gpupool/gpupool/suites/admission"
 	"github.com/gpupool/gpupool/suites/dra"
 	"github.com/gpupool/gpupool/suites/explore"
@@ -25,7 +26,7 @@ import (
 // All is every suite, sorted by name (go test ./suites/... takes them in
 // the same order).
 var All = []*suite.Suite{
-	admission.Suite, dra.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
+	access.Suite, admission.Suite, dra.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
 	pending.Suite, pool.Suite, runtimeclass.Suite, security.Suite, sharing.Suite,
 }
 

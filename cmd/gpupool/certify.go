@@ -65,7 +65,11 @@ func certifyCommand() *cobra.Command {
 		}
 		cert := reports.Certification{Product: p, Versions: componentVersions(), ChecklistVersion: checks.AIConformanceVersion}
 		for _, r := range checks.AIRequirements {
-			cert.Requirements = append(cert.Requirements, reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks})
+			req := reports.Requirement{ID: r.ID, Level: r.Level, Checks: r.Checks}
+			for _, p := range r.Procedures {
+				req.Procedures = append(req.Procedures, reports.Procedure{Procedure: p.Procedure, Checks: p.Checks, Shapes: p.Shapes})
+			}
+			cert.Requirements = append(cert.Requirements, req)
 		}
 		if err := plan.Candidate.WriteApplied(filepath.Join(out, "candidate")); err != nil {
 			return err

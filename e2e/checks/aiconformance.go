@@ -9,6 +9,16 @@ type AIRequirement struct {
 	// Checks give evidence for it: each passing shows part of it holds on
 	// the cluster checked.
 	Checks []string `json:"checks"`
+	// Procedures are the requirement's own test procedures (where the
+	// working group wrote them) and the checks and pod shapes that run each.
+	Procedures []AIProcedure `json:"procedures,omitempty"`
+}
+
+// AIProcedure is one test procedure of a requirement.
+type AIProcedure struct {
+	Procedure string   `json:"procedure"`
+	Checks    []string `json:"checks"`
+	Shapes    string   `json:"shapes"`
 }
 
 // AIConformanceVersion is the checklist the mapping follows.
@@ -33,6 +43,26 @@ var AIRequirements = []AIRequirement{
 			"explore.gpu-pods-run-under-nvidia", "explore.gpu-pods-select-one-pool", "explore.no-cross-trust-timeslice",
 			"explore.gpu-images-pinned", "explore.gpu-pods-own-serviceaccount",
 			"dra.claim-pods-are-gpu-pods", "dra.one-way-per-gpu", "dra.no-cross-trust-shared-device",
+			"access.no-gpu-without-allocation", "access.allocation-bounds-sight", "access.gpu-pods-see-their-gpu", "access.toolkit-meets-cve-floor",
+		},
+		// kubernetes-sigs/ai-conformance kars/0049-secure-accelerator-access
+		// (gpu-access-facts §7.2). Its automated test lists /dev/nvidia* in
+		// an ubuntu image on DRA only (§7.3); these run every way in of §8.
+		Procedures: []AIProcedure{
+			{
+				Procedure: "A pod on a node with accelerators that requests none finds no device",
+				Checks:    []string{"access.no-gpu-without-allocation"},
+				Shapes: "pods with no GPU request on every GPU pool (device plugin and DRA), own and another trust domain's nodes: " +
+					"a CUDA image (ENV NVIDIA_VISIBLE_DEVICES=all), env, envFrom a ConfigMap and a Secret, valueFrom; " +
+					"all, an index, the pool's GPU UUIDs, a CDI name; with and without runtimeClassName nvidia; spec.nodeName naming a GPU node",
+			},
+			{
+				Procedure: "Of two pods each allocated an accelerator, neither can reach the other's",
+				Checks: []string{"access.allocation-bounds-sight", "sharing.exclusive-gpus-not-shared",
+					"sharing.no-cross-trust-timeslice", "dra.no-cross-trust-shared-device"},
+				Shapes: "GPU pods of every pool (a GPU, a MIG device, a time-sliced replica, a DRA device) setting NVIDIA_VISIBLE_DEVICES=all " +
+					"in env and in envFrom; full exclusive nodes; shared pools filled by two trust domains",
+			},
 		},
 	},
 	{

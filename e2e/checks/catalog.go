@@ -189,3 +189,24 @@ var (
 		Rule: "A device-plugin pool can move to DRA node by node while its tenants' pods run: a node is cordoned, drained (evicted, PodDisruptionBudgets applying), its device plugin taken off and NVIDIA's DRA driver put on as on the DRA pool of the same SKU, uncordoned; pods on the pool's other nodes keep running, pods asking its resource schedule onto the moved node through the DeviceClass that maps it and run with devices prepared, and no GPU is given twice: with every GPU of the moved node held, a claim for one more stays Pending.",
 	})
 )
+
+// What a container can see: the NVIDIA runtime gives GPUs to a container
+// whose own environment names them, allocated or not (gpu-access-facts).
+var (
+	AccessNoGPUWithoutAllocation = Register(Check{
+		ID: "access.no-gpu-without-allocation", Area: AreaAccess,
+		Rule: "A tenant pod that asks for no GPU sees none on any GPU pool, its own trust domain's or another's: not when its image sets NVIDIA_VISIBLE_DEVICES (a CUDA image), nor when env, envFrom (ConfigMap or Secret) or valueFrom set it to all, an index, a GPU UUID or a CDI name, with or without runtimeClassName nvidia.",
+	})
+	AccessAllocationBoundsSight = Register(Check{
+		ID: "access.allocation-bounds-sight", Area: AreaAccess,
+		Rule: "A pod allocated a GPU, a MIG device, a time-sliced replica or a DRA device sees nothing beyond its allocation, even when it sets NVIDIA_VISIBLE_DEVICES=all in env or envFrom.",
+	})
+	AccessGPUPodsSeeTheirGPU = Register(Check{
+		ID: "access.gpu-pods-see-their-gpu", Area: AreaAccess,
+		Rule: "A configuration that closes the env path still gives well-formed GPU pods their GPU: on every GPU pool each container allocated a device sees every device it was allocated (the toolkit refusing the variable while the device plugin still passes devices through it leaves GPU pods running with no GPU).",
+	})
+	AccessToolkitCVEFloor = Register(Check{
+		ID: "access.toolkit-meets-cve-floor", Area: AreaAccess,
+		Rule: "The NVIDIA container toolkit the ClusterPolicy deploys (spec.toolkit.version, else the Operator's own) has every confirmed CVE fix of the toolkit's hooks (v1.17.8 or later) and is not v1.18.0 or v1.18.1, which give every GPU for NVIDIA_VISIBLE_DEVICES=none.",
+	})
+)

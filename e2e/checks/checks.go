@@ -22,6 +22,7 @@ const (
 	AreaPendingExplained = "pending-explained"
 	AreaExploration      = "exploration"
 	AreaDRA              = "dra"
+	AreaAccess           = "access"
 )
 
 // Areas lists the areas in report order with their titles.
@@ -33,6 +34,7 @@ var Areas = []struct{ ID, Title string }{
 	{AreaMIGDrains, "MIG changes are drains"},
 	{AreaOperatorHealth, "Operator health"},
 	{AreaSecurityFloor, "Security floor"},
+	{AreaAccess, "What a container can see"},
 	{AreaPendingExplained, "Pending is a pool-contract bug"},
 	{AreaDRA, "GPUs through DRA"},
 	{AreaExploration, "Every pod a tenant can write"},

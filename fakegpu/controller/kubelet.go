@@ -54,7 +54,8 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 			return 0, err
 		}
 	}
-	for _, j := range judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano()) {
+	judged := judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano())
+	for _, j := range judged {
 		p, v := j.pod, j.verdict
 		if j.record != nil && !c.opt.SkipDeviceRecords {
 			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
@@ -80,6 +81,17 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 			return 0, ignoreNotFound(err)
 		}
 		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
+	}
+	for _, j := range judged {
+		if j.pod.UID == pod.UID {
+			var v *fakegpu.Verdict
+			if anyGPULimit(j.pod) {
+				v = &j.verdict
+			}
+			if err := c.recordSight(ctx, stack, node, inv, j.pod, v); err != nil {
+				return 0, ignoreNotFound(err)
+			}
+		}
 	}
 	return requeue, nil
 }
@@ -114,12 +126,7 @@ func judgeNode(stack *fakegpu.Stack, node *corev1.Node, inv fakegpu.NodeInventor
 		byKey[gp.Key] = p
 	}
 	fakegpu.SortPods(gpuPods, created)
-	capacity := map[string]int64{}
-	for name, q := range node.Status.Capacity {
-		if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
-			capacity[string(name)] = q.Value()
-		}
-	}
+	capacity := nvidiaCapacity(node)
 	unhealthy := map[string]bool{}
 	for _, id := range strings.Split(node.Annotations[fakegpu.AnnotationUnhealthyDevices], ",") {
 		if id != "" {

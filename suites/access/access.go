@@ -1,0 +1,549 @@
+package access
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
+	"github.com/gpupool/gpupool/fakegpu/controller"
+)
+
+// cudaImage is a CUDA base image: its ENV says NVIDIA_VISIBLE_DEVICES=all
+// (gpu-access-facts §2.1), which no admission policy can read. Pinned, so
+// GPU pods may run it too; KWOK nodes never pull it.
+const cudaImage = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
+
+// sightTimeout bounds the wait for the simulated kubelet to record what a
+// bound pod's containers see.
+const sightTimeout = 20 * time.Second
+
+// tenantPod is one way a tenant writes a pod that names GPUs without
+// asking for one.
+type tenantPod struct {
+	name string
+	// what says how it names GPUs, for the failure message.
+	what  string
+	build func(p workload.Pod, uuids string) workload.Pod
+	// crossToo: also tried from another trust domain's namespace.
+	crossToo bool
+	// bound: the pod names its node (spec.nodeName) instead of selecting
+	// and tolerating the pool; the kubelet checks only NoExecute taints
+	// (kubelet-facts §1), so a NoSchedule taint does not keep it off.
+	bound bool
+	// source is a ConfigMap (or Secret, if secret) the pod reads its env from.
+	source map[string]string
+	secret bool
+}
+
+func setEnv(p workload.Pod, name, value string) workload.Pod {
+	p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: name, Value: value})
+	return p
+}
+
+func image(p workload.Pod, img string) workload.Pod {
+	p.Spec.Containers[0].Image = img
+	return p
+}
+
+// tenantPods are the ways in of gpu-access-facts §8.1: the variable from
+// the image, env, envFrom and valueFrom, each value form, with and without
+// the RuntimeClass.
+func tenantPods(source string) []tenantPod {
+	rc := func(p workload.Pod) workload.Pod { return p.RuntimeClass(workload.RuntimeClass) }
+	return []tenantPod{
+		{name: "cuda-image", what: "a CUDA image (ENV NVIDIA_VISIBLE_DEVICES=all), no RuntimeClass", crossToo: true,
+			build: func(p workload.Pod, _ string) workload.Pod { return image(p, cudaImage) }},
+		{name: "cuda-image-rc", what: "a CUDA image under RuntimeClass nvidia",
+			build: func(p workload.Pod, _ string) workload.Pod { return rc(image(p, cudaImage)) }},
+		{name: "env-all", what: "env NVIDIA_VISIBLE_DEVICES=all, no RuntimeClass",
+			build: func(p workload.Pod, _ string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") }},
+		{name: "env-index-rc", what: "env NVIDIA_VISIBLE_DEVICES=0 under RuntimeClass nvidia", crossToo: true,
+			build: func(p workload.Pod, _ string) workload.Pod { return rc(setEnv(p, fakegpu.EnvVisibleDevices, "0")) }},
+		{name: "env-uuid", what: "env NVIDIA_VISIBLE_DEVICES=<the pool's GPU UUIDs>, no RuntimeClass",
+			build: func(p workload.Pod, uuids string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, uuids) }},
+		{name: "envfrom-cm-cdi-rc", what: "envFrom a ConfigMap naming CDI devices (management.nvidia.com/gpu=all) under RuntimeClass nvidia",
+			source: map[string]string{fakegpu.EnvVisibleDevices: fakegpu.CDIKindManagement + "=all"},
+			build: func(p workload.Pod, _ string) workload.Pod {
+				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}}
+				return rc(p)
+			}},
+		{name: "envfrom-secret-all", what: "envFrom a Secret with NVIDIA_VISIBLE_DEVICES=all, no RuntimeClass", secret: true, crossToo: true,
+			source: map[string]string{fakegpu.EnvVisibleDevices: "all"},
+			build: func(p workload.Pod, _ string) workload.Pod {
+				p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}}
+				return p
+			}},
+		{name: "valuefrom-cm-all-rc", what: "env valueFrom a ConfigMap key holding all, under RuntimeClass nvidia",
+			source: map[string]string{"devices": "all"},
+			build: func(p workload.Pod, _ string) workload.Pod {
+				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: fakegpu.EnvVisibleDevices, ValueFrom: &corev1.EnvVarSource{
+					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: source + "-key"}, Key: "devices"}}})
+				return rc(p)
+			}},
+		{name: "nodename-env-all", what: "spec.nodeName set to a node of the pool (no selector, no toleration) and env NVIDIA_VISIBLE_DEVICES=all", bound: true, crossToo: true,
+			build: func(p workload.Pod, _ string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") }},
+	}
+}
+
+// target is where a check's pods for one pool go: the namespace, and the
+// trust domain whose nodes they aim at.
+type target struct {
+	pool   fleet.Pool
+	ns     string
+	domain *fleet.TrustDomain
+	cross  bool // the namespace belongs to another trust domain
+}
+
+// targets are the pool's own namespace (its first trust domain's, on a
+// split pool) and, on a split pool, another trust domain's namespace aimed
+// at the first domain's nodes.
+func targets(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool) []target {
+	ns, domain, err := suite.NamespaceFor(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []target{{pool: p, ns: ns, domain: domain}}
+	if len(p.TrustDomains) > 1 {
+		// A candidate with no namespace of the other domain has no tenant
+		// there to try; sharing and dra judge the domains themselves.
+		other, err := r.TrustNamespace(ctx, p.TrustDomains[1])
+		if err != nil {
+			t.Logf("pool %s: no pod from another trust domain tried: %v", p.Name, err)
+			return out
+		}
+		out = append(out, target{pool: p, ns: other, domain: domain, cross: true})
+	}
+	return out
+}
+
+// poolUUIDs are the GPU UUIDs of every node of the pool, as nvidia-smi -L
+// in any pod on them prints them: what a tenant can name.
+func poolUUIDs(ctx context.Context, r *harness.Run, p fleet.Pool) (string, error) {
+	nodes, err := r.PoolNodes(ctx, p.Name, nil)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, n := range nodes {
+		inv, ok, err := fakegpu.Inventory(n.Annotations)
+		if err != nil || !ok {
+			continue
+		}
+		ids = append(ids, fakegpu.DeviceIDs(n.Name, fakegpu.ResourceGPU, int64(inv.Count), 1)...)
+	}
+	return strings.Join(ids, ","), nil
+}
+
+// sourceObjects creates the ConfigMaps and Secrets the tenant pods read,
+// labelled with the check so teardown removes them.
+func sourceObjects(ctx context.Context, r *harness.Run, check, ns, name string) error {
+	meta := func(n string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{workload.LabelCheck: check}}
+	}
+	for _, tp := range tenantPods(name) {
+		if tp.source == nil {
+			continue
+		}
+		var err error
+		switch {
+		case tp.secret:
+			_, err = r.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta(name), StringData: tp.source}, metav1.CreateOptions{})
+		case tp.name == "valuefrom-cm-all-rc":
+			_, err = r.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta(name + "-key"), Data: tp.source}, metav1.CreateOptions{})
+		default:
+			_, err = r.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta(name), Data: tp.source}, metav1.CreateOptions{})
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the env source of pod shape %s in %s: %w", tp.name, ns, err)
+		}
+	}
+	return nil
+}
+
+// removeSources deletes the check's ConfigMaps and Secrets in every namespace.
+func removeSources(ctx context.Context, r *harness.Run, check string) error {
+	sel := labels.Set{workload.LabelCheck: check}.String()
+	cms, err := r.Client.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	for _, o := range cms.Items {
+		if err := r.Client.CoreV1().ConfigMaps(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	secs, err := r.Client.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return err
+	}
+	for _, o := range secs.Items {
+		if err := r.Client.CoreV1().Secrets(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// created is a pod the apiserver admitted, with what it tries.
+type created struct {
+	pod  *corev1.Pod
+	what string
+}
+
+// sightsOf waits until every admitted pod is bound or refused for good by
+// the scheduler, then until the simulated kubelet has recorded what the
+// bound ones' containers see, in one wait. Pods the scheduler refuses and
+// pods on real kubelets (whose runtime the simulator does not judge) are
+// left out.
+func sightsOf(ctx context.Context, r *harness.Run, pods []created) (map[string]fakegpu.PodSight, error) {
+	var list []*corev1.Pod
+	for _, c := range pods {
+		list = append(list, c.pod)
+	}
+	if _, err := expect.ScheduledOrRefused(ctx, r.Client, list); err != nil {
+		return nil, err
+	}
+	out := map[string]fakegpu.PodSight{}
+	real := map[string]bool{}
+	err := wait.For(ctx, fmt.Sprintf("the simulated kubelet to record what the containers of %d pods see (%s)", len(pods), fakegpu.AnnotationGPUSight), sightTimeout, func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, c := range pods {
+			key := c.pod.Namespace + "/" + c.pod.Name
+			if _, ok := out[key]; ok {
+				continue
+			}
+			p, err := r.Client.CoreV1().Pods(c.pod.Namespace).Get(ctx, c.pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			if p.Spec.NodeName == "" {
+				continue // refused by the scheduler: it runs nowhere
+			}
+			if _, seen := real[p.Spec.NodeName]; !seen {
+				n, err := r.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+				if err != nil {
+					return false, "", err
+				}
+				real[p.Spec.NodeName] = fakegpu.RealKubelet(n.Annotations)
+			}
+			if real[p.Spec.NodeName] {
+				continue
+			}
+			s, ok, err := fakegpu.DecodePodSight(p.Annotations)
+			if err != nil {
+				return false, "", err
+			}
+			if !ok {
+				if why, never := stuckReason(p); never {
+					return false, "", fmt.Errorf("pod %s will not start: %s", key, why)
+				}
+				left = append(left, key+" ("+expect.Describe(p)+")")
+				continue
+			}
+			out[key] = s
+		}
+		sort.Strings(left)
+		if len(left) > 3 {
+			left = append(left[:3], fmt.Sprintf("and %d more", len(left)-3))
+		}
+		return len(left) == 0, "not recorded yet: " + strings.Join(left, "; "), nil
+	})
+	return out, err
+}
+
+// stuckReason reports a pod that ended before its containers started.
+func stuckReason(p *corev1.Pod) (string, bool) {
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return fmt.Sprintf("phase %s, reason %s: %s", p.Status.Phase, p.Status.Reason, p.Status.Message), true
+	}
+	return "", false
+}
+
+func TestNoGPUWithoutAllocation(t *testing.T) {
+	c := checks.AccessNoGPUWithoutAllocation
+	f := suite.Feature(c).
+		Assess("tenant pods that ask for no GPU but name GPUs see none on any GPU pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			source := "gpupool-visible-devices"
+			var pods []created
+			refused := 0
+			for _, p := range r.Fleet.Spec.Pools {
+				if !p.GPU() {
+					continue
+				}
+				uuids, err := poolUUIDs(ctx, r, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tg := range targets(ctx, t, r, p) {
+					if err := sourceObjects(ctx, r, c.ID, tg.ns, source); err != nil {
+						t.Fatal(err)
+					}
+					nodes, err := r.PoolNodes(ctx, p.Name, tg.domain)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, tp := range tenantPods(source) {
+						// Across trust domains a few shapes say enough.
+						if tg.cross && !tp.crossToo {
+							continue
+						}
+						name := p.Name + "-" + tp.name
+						what := tp.what
+						if tg.cross {
+							name = p.Name + "-x-" + tp.name
+							what += fmt.Sprintf(", from namespace %s aimed at trust domain %s's nodes", tg.ns, tg.domain.Name)
+						}
+						pod := workload.New(c.ID, tg.ns, name)
+						if tp.bound {
+							pod.Spec.NodeName = nodes[0].Name
+						} else {
+							pod = pod.ForPool(p, tg.domain)
+						}
+						pod = tp.build(pod, uuids)
+						got, err := r.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod.Pod, metav1.CreateOptions{})
+						if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+							refused++ // denied at admission: it sees nothing
+							continue
+						}
+						if err != nil {
+							t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
+						}
+						pods = append(pods, created{got, what})
+					}
+				}
+			}
+			t.Logf("%d tenant pods admitted, %d denied at admission", len(pods), refused)
+			sights, err := sightsOf(ctx, r, pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cp := range pods {
+				key := cp.pod.Namespace + "/" + cp.pod.Name
+				for ctr, s := range sights[key] {
+					if len(s.Sees) > 0 {
+						t.Errorf("expected pod %s (%s, no GPU requested) to see no GPU, but container %s on node %s sees %s via %s",
+							key, cp.what, ctr, nodeOf(ctx, r, cp.pod), brief(s.Sees), s.Via)
+					}
+				}
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if err := removeSources(ctx, suite.From(ctx), c.ID); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func nodeOf(ctx context.Context, r *harness.Run, p *corev1.Pod) string {
+	got, err := r.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+	if err != nil {
+		return "?"
+	}
+	return got.Spec.NodeName
+}
+
+// gpuPods creates, for every GPU pool, well-formed GPU pods changed by each
+// of shapes (nil shapes: the pod as is), and waits for what they see.
+func gpuPods(ctx context.Context, t *testing.T, check string, shapes map[string]func(workload.Pod) workload.Pod) ([]created, map[string]fakegpu.PodSight) {
+	r := suite.From(ctx)
+	var pods []created
+	for _, p := range r.Fleet.Spec.Pools {
+		if !p.GPU() {
+			continue
+		}
+		res, err := r.IntendedResource(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns, domain, err := suite.NamespaceFor(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := make([]string, 0, len(shapes))
+		for n := range shapes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, shape := range names {
+			pod := shapes[shape](workload.New(check, ns, p.Name+"-"+shape).ForPool(p, domain).GPU(res, 1)).Pod
+			got, err := expect.Admitted(ctx, r.Client, pod)
+			if err != nil {
+				t.Fatalf("a well-formed GPU pod of pool %s (%s): %v", p.Name, shape, err)
+			}
+			pods = append(pods, created{got, fmt.Sprintf("one %s of pool %s, %s", res, p.Name, shape)})
+		}
+	}
+	if err := expect.AllScheduled(ctx, r.Client, podsOf(pods)); err != nil {
+		t.Fatal(err)
+	}
+	sights, err := sightsOf(ctx, r, pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods, sights
+}
+
+func podsOf(cs []created) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, c := range cs {
+		out = append(out, c.pod)
+	}
+	return out
+}
+
+func TestAllocationBoundsSight(t *testing.T) {
+	c := checks.AccessAllocationBoundsSight
+	const source = "gpupool-all-devices"
+	f := suite.Feature(c).
+		Assess("GPU pods that set NVIDIA_VISIBLE_DEVICES=all see only what they were allocated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			for _, p := range r.Fleet.Spec.Pools {
+				if !p.GPU() {
+					continue
+				}
+				ns, _, err := suite.NamespaceFor(ctx, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = r.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: map[string]string{workload.LabelCheck: c.ID}},
+					Data:       map[string]string{fakegpu.EnvVisibleDevices: "all"},
+				}, metav1.CreateOptions{})
+				if err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatal(err)
+				}
+			}
+			pods, sights := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
+				"env-all": func(p workload.Pod) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") },
+				"envfrom-all": func(p workload.Pod) workload.Pod {
+					p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}}
+					return p
+				},
+			})
+			for _, cp := range pods {
+				key := cp.pod.Namespace + "/" + cp.pod.Name
+				for ctr, s := range sights[key] {
+					if len(s.Unallocated) > 0 {
+						t.Errorf("expected pod %s (%s) to see only its allocation %s, but container %s also sees %s via %s",
+							key, cp.what, strings.Join(s.Allocated, ","), ctr, brief(s.Unallocated), s.Via)
+					}
+				}
+			}
+			return ctx
+		}).
+		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			if err := removeSources(ctx, suite.From(ctx), c.ID); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+func TestGPUPodsSeeTheirGPU(t *testing.T) {
+	c := checks.AccessGPUPodsSeeTheirGPU
+	f := suite.Feature(c).
+		Assess("a well-formed GPU pod on each GPU pool sees every device it was allocated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			pods, sights := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
+				"plain":      func(p workload.Pod) workload.Pod { return p },
+				"cuda-image": func(p workload.Pod) workload.Pod { return image(p, cudaImage) },
+			})
+			for _, cp := range pods {
+				key := cp.pod.Namespace + "/" + cp.pod.Name
+				s, ok := sights[key]
+				if !ok {
+					continue // on a real kubelet
+				}
+				allocated := 0
+				for ctr, cs := range s {
+					allocated += len(cs.Allocated)
+					var missing []string
+					for _, d := range cs.Allocated {
+						if !slices.Contains(cs.Sees, d) {
+							missing = append(missing, d)
+						}
+					}
+					if len(missing) > 0 {
+						t.Errorf("expected pod %s (%s) to see its GPU, but container %s does not see %s (it sees %q): %s",
+							key, cp.what, ctr, strings.Join(missing, ","), strings.Join(cs.Sees, ","), cs.Via)
+					}
+				}
+				if allocated == 0 {
+					t.Errorf("expected pod %s (%s) to hold a device, but no container of it was allocated one", key, cp.what)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// brief names up to two devices of a list and counts the rest.
+func brief(ids []string) string {
+	if len(ids) <= 2 {
+		return strings.Join(ids, ",")
+	}
+	return fmt.Sprintf("%d GPUs (%s, ...)", len(ids), strings.Join(ids[:2], ", "))
+}
+
+func TestToolkitMeetsCVEFloor(t *testing.T) {
+	c := checks.AccessToolkitCVEFloor
+	f := suite.Feature(c).
+		Assess("the toolkit the ClusterPolicy deploys has every confirmed CVE fix", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := dyn.Resource(controller.ClusterPolicies).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("listing ClusterPolicies: %v", err)
+			}
+			if len(list.Items) == 0 {
+				t.Fatal("expected a ClusterPolicy, but the cluster has none: no toolkit is deployed")
+			}
+			for _, cp := range list.Items {
+				tag, _, _ := unstructured.NestedString(cp.Object, "spec", "toolkit", "version")
+				where := "spec.toolkit.version " + tag
+				if tag == "" {
+					tag, where = fakegpu.ToolkitDefaultVersion, "the Operator's default toolkit "+fakegpu.ToolkitDefaultVersion+" (spec.toolkit.version unset)"
+				}
+				failures, advisories, err := fakegpu.ToolkitBelowFloor(tag)
+				if err != nil {
+					t.Errorf("ClusterPolicy %s: %v", cp.GetName(), err)
+					continue
+				}
+				for _, a := range advisories {
+					t.Logf("advisory: ClusterPolicy %s deploys %s, which lacks %s", cp.GetName(), where, a)
+				}
+				for _, f := range failures {
+					t.Errorf("expected ClusterPolicy %s's toolkit to be at the CVE floor, but it deploys %s, which lacks %s", cp.GetName(), where, f)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
