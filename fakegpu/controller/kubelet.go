@@ -48,6 +48,9 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 	for _, o := range onNode {
 		pods = append(pods, o.(*corev1.Pod))
 	}
+	if refused, err := c.admitOnce(ctx, node, pod); refused || err != nil {
+		return 0, err
+	}
 	var requeue time.Duration
 	if _, dra, _ := fakegpu.DRAConfigFor(node.Annotations); dra && len(podClaimNames(pod)) > 0 {
 		if requeue, err = c.reconcileClaims(ctx, node, pod); err != nil {
