@@ -210,3 +210,10 @@ var (
 		Rule: "The NVIDIA container toolkit the ClusterPolicy deploys (spec.toolkit.version, else the Operator's own) has every confirmed CVE fix of the toolkit's hooks (v1.17.8 or later) and is not v1.18.0 or v1.18.1, which give every GPU for NVIDIA_VISIBLE_DEVICES=none.",
 	})
 )
+
+// ExploreNoGPUWithoutAllocation tries what a container can see over the
+// pods a tenant can write.
+var ExploreNoGPUWithoutAllocation = Register(Check{
+	ID: "explore.no-gpu-without-allocation", Area: AreaExploration,
+	Rule: "No container of a pod a tenant can write sees a GPU it was not allocated: drawn over asking for a GPU or none, NVIDIA_VISIBLE_DEVICES from a CUDA image, env or envFrom (ConfigMap or Secret) with all, an index or a CDI name, privileged or SYS_ADMIN, RuntimeClass, namespace, trust domain aimed at, nodeName and the controller that creates it.",
+})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // Cluster is where shapes are judged: the API and what the oracles need
@@ -329,4 +330,31 @@ func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via 
 		return cs.BatchV1().Jobs(ns).Delete(ctx, name, opt)
 	}
 	return nil
+}
+
+// awaitSight waits until the simulated kubelet has recorded what the
+// pod's containers see (fakegpu.AnnotationGPUSight), or the pod ended (a
+// kubelet refused it: it sees nothing). A pod on a real kubelet never
+// gets the record: it comes back as it was at the deadline, judged as
+// seeing nothing.
+func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
+	out := p
+	err := wait.Every(ctx, fmt.Sprintf("the simulated kubelet to record what pod %s/%s's containers see", p.Namespace, p.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
+		got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil // a controller replaced it: nothing ran
+		}
+		if err != nil {
+			return false, "", err
+		}
+		out = got
+		_, recorded := got.Annotations[fakegpu.AnnotationGPUSight]
+		ended := got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded
+		return recorded || ended, "phase " + string(got.Status.Phase) + ", nothing recorded yet", nil
+	})
+	var te *wait.TimeoutError
+	if errors.As(err, &te) {
+		return out, nil
+	}
+	return out, err
 }

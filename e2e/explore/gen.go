@@ -37,6 +37,10 @@ type Space struct {
 	Labels map[string]string
 	// NodeLabels are the labels of one node of each pool, by pool name.
 	NodeLabels map[string]map[string]string
+	// CUDAImage is a CUDA image: its ENV says NVIDIA_VISIBLE_DEVICES=all
+	// (gpu-access-facts §2.1). EnvSource names a ConfigMap and a Secret
+	// in every namespace of Namespaces holding NVIDIA_VISIBLE_DEVICES=all.
+	CUDAImage, EnvSource string
 	// Claims are the ways a pod can ask for a GPU through DRA here: one
 	// per GPU DeviceClass of the cluster, each with a ResourceClaimTemplate
 	// of that name in every namespace of Namespaces (none: shapes ask by
@@ -90,6 +94,12 @@ const (
 	DimNodeName   = "node-name"
 	DimVia        = "via"
 	DimAsk        = "device-request"
+	// What a container can see (Focus.Sight): whether the pod asks for a
+	// GPU at all, how its environment names GPUs, and its privileges.
+	DimNoGPU     = "gpu-request"
+	DimGPUEnv    = "visible-devices"
+	DimEnvValue  = "visible-devices-value"
+	DimPrivilege = "privilege"
 )
 
 // Focus is the part of the space a rule explores.
@@ -104,6 +114,10 @@ type Focus struct {
 	NodeName bool
 	// Vias narrows the ways in (nil: all).
 	Vias []string
+	// Sight draws what decides what a container sees: no GPU request,
+	// NVIDIA_VISIBLE_DEVICES from the image, env or envFrom, privilege.
+	// Other rules draw none of it, so their shapes stay as they were.
+	Sight bool
 }
 
 // keepWellFormed is the chance (in %) that a dimension a rule does not
@@ -346,6 +360,9 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	} else {
 		d.note("no security context (not Pod Security restricted)")
 	}
+	if f.Sight {
+		s.sight(d, pod, gpu)
+	}
 	if f.NodeName {
 		switch d.pick(DimNodeName, 3) {
 		case 1:
@@ -400,6 +417,60 @@ func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int
 		q := *resource.NewQuantity(count, resource.DecimalSI)
 		gpu.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{name: q}}
 		d.note("limits %d %s, the DeviceClass's implicit extended resource, instead of an nvidia.com/ one", count, name)
+	}
+}
+
+// sight draws what the NVIDIA runtime reads (gpu-access-facts §8): the
+// pod asks for no GPU at all; its first container names GPUs through its
+// image's ENV, env or envFrom (a ConfigMap or a Secret), with all, an
+// index or a CDI name; it is privileged or adds SYS_ADMIN (Pod Security
+// restricted and the candidate's policies should refuse both).
+func (s *Space) sight(d *drawer, pod *corev1.Pod, gpu *corev1.Container) {
+	if d.pick(DimNoGPU, 2) == 1 {
+		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				list[i].Resources = corev1.ResourceRequirements{}
+			}
+		}
+		pod.Spec.ResourceClaims = nil
+		d.note("asks for no GPU")
+	}
+	c := &pod.Spec.Containers[0]
+	value := "all"
+	switch d.pick(DimEnvValue, 3) {
+	case 1:
+		value = "0"
+	case 2:
+		value = "management.nvidia.com/gpu=all"
+	}
+	ref := corev1.LocalObjectReference{Name: s.EnvSource}
+	switch d.pick(DimGPUEnv, 5) {
+	case 1:
+		if s.CUDAImage != "" {
+			c.Image = s.CUDAImage
+			d.note("container %s runs a CUDA image (ENV NVIDIA_VISIBLE_DEVICES=all)", c.Name)
+		}
+	case 2:
+		c.Env = append(c.Env, corev1.EnvVar{Name: "NVIDIA_VISIBLE_DEVICES", Value: value})
+		d.note("container %s sets env NVIDIA_VISIBLE_DEVICES=%s", c.Name, value)
+	case 3:
+		if s.EnvSource != "" {
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref}})
+			d.note("container %s takes envFrom ConfigMap %s (NVIDIA_VISIBLE_DEVICES=all)", c.Name, s.EnvSource)
+		}
+	case 4:
+		if s.EnvSource != "" {
+			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: ref}})
+			d.note("container %s takes envFrom Secret %s (NVIDIA_VISIBLE_DEVICES=all)", c.Name, s.EnvSource)
+		}
+	}
+	switch d.pick(DimPrivilege, 3) {
+	case 1:
+		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+		d.note("container %s is privileged", c.Name)
+	case 2:
+		c.SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+		d.note("container %s adds capability SYS_ADMIN", c.Name)
 	}
 }
 

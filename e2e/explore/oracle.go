@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // ResourcePrefix marks the resources the pool contract is about.
@@ -231,4 +232,30 @@ func TrustViolation(p *corev1.Pod, n Node, onNode []*corev1.Pod, domainOf map[st
 		return fmt.Sprintf("pod %s/%s of %s, holding %s (in %s), was admitted and placed on shared-GPU node %s", p.Namespace, p.Name, mine, gpuSummary(p), whereGPU(p), where)
 	}
 	return ""
+}
+
+// SightViolation: no container sees a GPU it was not allocated (the
+// simulated kubelet's record of what the NVIDIA runtime exposes; a pod it
+// refused, or one not yet recorded, sees nothing).
+func SightViolation(p *corev1.Pod) string {
+	sight, ok, err := fakegpu.DecodePodSight(p.Annotations)
+	if err != nil {
+		return err.Error()
+	}
+	if !ok {
+		return ""
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(sight)) {
+		cs := sight[name]
+		if len(cs.Unallocated) > 0 {
+			what := "no GPU"
+			if len(cs.Allocated) > 0 {
+				what = strings.Join(cs.Allocated, ",")
+			}
+			out = append(out, fmt.Sprintf("container %s of pod %s/%s on node %s, allocated %s, sees %s via %s",
+				name, p.Namespace, p.Name, p.Spec.NodeName, what, strings.Join(cs.Unallocated, ","), cs.Via))
+		}
+	}
+	return strings.Join(out, "; ")
 }

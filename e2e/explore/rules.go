@@ -23,6 +23,9 @@ type Rule struct {
 	// Placed judges a pod the scheduler bound to node n, beside the pods
 	// already there.
 	Placed func(p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string
+	// Sight: Placed judges what the pod's containers see, so it waits for
+	// the simulated kubelet to have recorded it (or refused the pod).
+	Sight bool
 }
 
 // Violation is what an oracle saw go wrong.
@@ -52,6 +55,16 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 		n, ok := c.Node(p.Spec.NodeName)
 		if !ok {
 			continue // not a node of the fleet
+		}
+		if r.Sight {
+			if !n.GPU {
+				continue
+			}
+			seen, err := c.awaitSight(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			p = seen
 		}
 		onNode, err := c.PodsOn(ctx, n.Name)
 		if err != nil {
@@ -112,6 +125,17 @@ var (
 			return ImagesPinnedViolation(p)
 		},
 	}
+	SightRule = Rule{
+		Check: "explore.no-gpu-without-allocation",
+		Focus: Focus{
+			Explore:  []string{DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia},
+			NodeName: true, Sight: true,
+		},
+		Place: true, Sight: true,
+		Placed: func(p *corev1.Pod, _ Node, _ []*corev1.Pod, _ *Cluster) string {
+			return SightViolation(p)
+		},
+	}
 	OwnServiceAccountRule = Rule{
 		Check: "explore.gpu-pods-own-serviceaccount",
 		Focus: Focus{Explore: []string{DimSlot, DimAccount, DimVia, DimAsk}},
@@ -122,7 +146,7 @@ var (
 )
 
 // Rules lists every rule, in report order.
-var Rules = []Rule{RuntimeClassRule, SKUPoolRule, TrustRule, ImagesPinnedRule, OwnServiceAccountRule}
+var Rules = []Rule{RuntimeClassRule, SKUPoolRule, TrustRule, ImagesPinnedRule, OwnServiceAccountRule, SightRule}
 
 // RuleFor returns the rule reported as check id.
 func RuleFor(id string) (Rule, bool) {

@@ -218,6 +218,20 @@ func Needs(s Shape, neighbours []*corev1.Pod, harnessNamespaces map[string]bool,
 			}
 		}
 	}
+	// The ConfigMap or Secret an envFrom names (Space.EnvSource).
+	for _, c := range append(append([]corev1.Container(nil), s.Pod.Spec.InitContainers...), s.Pod.Spec.Containers...) {
+		for _, from := range c.EnvFrom {
+			data := map[string]string{"NVIDIA_VISIBLE_DEVICES": "all"}
+			switch {
+			case from.ConfigMapRef != nil:
+				out = append(out, &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+					ObjectMeta: metav1.ObjectMeta{Name: from.ConfigMapRef.Name, Namespace: ns}, Data: data})
+			case from.SecretRef != nil:
+				out = append(out, &corev1.Secret{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+					ObjectMeta: metav1.ObjectMeta{Name: from.SecretRef.Name, Namespace: ns}, StringData: data})
+			}
+		}
+	}
 	if rc := s.Pod.Spec.RuntimeClassName; rc != nil {
 		if obj, ok := harnessRuntimeClasses[*rc]; ok {
 			c := obj.DeepCopy()

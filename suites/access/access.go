@@ -28,11 +28,6 @@ import (
 	"github.com/gpupool/gpupool/fakegpu/controller"
 )
 
-// cudaImage is a CUDA base image: its ENV says NVIDIA_VISIBLE_DEVICES=all
-// (gpu-access-facts §2.1), which no admission policy can read. Pinned, so
-// GPU pods may run it too; KWOK nodes never pull it.
-const cudaImage = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
-
 // sightTimeout bounds the wait for the simulated kubelet to record what a
 // bound pod's containers see.
 const sightTimeout = 20 * time.Second
@@ -72,9 +67,9 @@ func tenantPods(source string) []tenantPod {
 	rc := func(p workload.Pod) workload.Pod { return p.RuntimeClass(workload.RuntimeClass) }
 	return []tenantPod{
 		{name: "cuda-image", what: "a CUDA image (ENV NVIDIA_VISIBLE_DEVICES=all), no RuntimeClass", crossToo: true,
-			build: func(p workload.Pod, _ string) workload.Pod { return image(p, cudaImage) }},
+			build: func(p workload.Pod, _ string) workload.Pod { return image(p, workload.CUDAImage) }},
 		{name: "cuda-image-rc", what: "a CUDA image under RuntimeClass nvidia",
-			build: func(p workload.Pod, _ string) workload.Pod { return rc(image(p, cudaImage)) }},
+			build: func(p workload.Pod, _ string) workload.Pod { return rc(image(p, workload.CUDAImage)) }},
 		{name: "env-all", what: "env NVIDIA_VISIBLE_DEVICES=all, no RuntimeClass",
 			build: func(p workload.Pod, _ string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") }},
 		{name: "env-index-rc", what: "env NVIDIA_VISIBLE_DEVICES=0 under RuntimeClass nvidia", crossToo: true,
@@ -99,6 +94,21 @@ func tenantPods(source string) []tenantPod {
 				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: fakegpu.EnvVisibleDevices, ValueFrom: &corev1.EnvVarSource{
 					ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: source + "-key"}, Key: "devices"}}})
 				return rc(p)
+			}},
+		{name: "sys-admin-env-all", what: "a container adding SYS_ADMIN (privileged to the toolkit) with env NVIDIA_VISIBLE_DEVICES=all",
+			build: func(p workload.Pod, _ string) workload.Pod {
+				p = setEnv(p, fakegpu.EnvVisibleDevices, "all")
+				p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}}
+				return p
+			}},
+		{name: "hostpath-dev-null", what: "a hostPath /dev/null mounted where the device plugin's volume-mounts requests go, naming the pool's GPU UUIDs",
+			build: func(p workload.Pod, uuids string) workload.Pod {
+				p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "dev-null", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev/null"}}})
+				for _, id := range strings.Split(uuids, ",") {
+					p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{
+						Name: "dev-null", MountPath: fakegpu.VolumeMountDir + "/" + id, ReadOnly: true})
+				}
+				return p
 			}},
 		{name: "nodename-env-all", what: "spec.nodeName set to a node of the pool (no selector, no toleration) and env NVIDIA_VISIBLE_DEVICES=all", bound: true, crossToo: true,
 			build: func(p workload.Pod, _ string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") }},
@@ -470,7 +480,7 @@ func TestGPUPodsSeeTheirGPU(t *testing.T) {
 		Assess("a well-formed GPU pod on each GPU pool sees every device it was allocated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			pods, sights := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
 				"plain":      func(p workload.Pod) workload.Pod { return p },
-				"cuda-image": func(p workload.Pod) workload.Pod { return image(p, cudaImage) },
+				"cuda-image": func(p workload.Pod) workload.Pod { return image(p, workload.CUDAImage) },
 			})
 			for _, cp := range pods {
 				key := cp.pod.Namespace + "/" + cp.pod.Name

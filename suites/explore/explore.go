@@ -38,13 +38,15 @@ const (
 	// tagImage is workload.Image without its digest.
 	tagImage      = "registry.k8s.io/pause:3.10"
 	residentLabel = "gpupool.dev/explore-resident"
-	// templateLabel marks the ResourceClaimTemplates shapes claim from.
+	// templateLabel marks the ResourceClaimTemplates shapes claim from,
+	// and the ConfigMaps and Secrets (envSource) they take their env from.
 	templateLabel = "gpupool.dev/explore-template"
+	envSource     = "gpupool-explore-devices"
 )
 
 func TestExplore(t *testing.T) {
 	var fs []features.Feature
-	for _, c := range []checks.Check{checks.ExploreRuntimeClass, checks.ExploreSKUPool, checks.ExploreNoCrossTrust, checks.ExploreImagesPinned, checks.ExploreOwnServiceAccount} {
+	for _, c := range []checks.Check{checks.ExploreRuntimeClass, checks.ExploreSKUPool, checks.ExploreNoCrossTrust, checks.ExploreImagesPinned, checks.ExploreOwnServiceAccount, checks.ExploreNoGPUWithoutAllocation} {
 		rule, ok := explore.RuleFor(c.ID)
 		if !ok {
 			t.Fatalf("no exploration rule for check %s", c.ID)
@@ -72,7 +74,7 @@ func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rule.Place {
+	if rule.Place && !rule.Sight {
 		if splitPools(r) == 0 {
 			t.Skipf("fleet %s has no shared-GPU pool split by trust domain", r.Fleet.Metadata.Name)
 		}
@@ -130,6 +132,7 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 	space := &explore.Space{
 		Unlabelled: unlabelledNamespace, OtherRuntimeClass: otherRuntimeClass, MissingRuntimeClass: missingRuntimeClass,
 		Image: workload.Image, TagImage: tagImage, ServiceAccount: workload.ServiceAccount,
+		CUDAImage: workload.CUDAImage, EnvSource: envSource,
 		Labels: map[string]string{workload.LabelCheck: check},
 	}
 	// Most shapes break Pod Security somewhere; the apiserver's warnings
@@ -203,7 +206,27 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 	if space.Claims, err = claimTemplates(ctx, r, space.Namespaces(), check); err != nil {
 		return nil, nil, err
 	}
+	if err := envSources(ctx, r, space.Namespaces()); err != nil {
+		return nil, nil, err
+	}
 	return space, cl, nil
+}
+
+// envSources creates, in every namespace shapes go to, the ConfigMap and
+// the Secret a shape's envFrom names: NVIDIA_VISIBLE_DEVICES=all.
+func envSources(ctx context.Context, r *harness.Run, namespaces []string) error {
+	data := map[string]string{fakegpu.EnvVisibleDevices: "all"}
+	for _, ns := range namespaces {
+		meta := metav1.ObjectMeta{Name: envSource, Namespace: ns, Labels: map[string]string{templateLabel: "true"}}
+		harness.Own(&meta)
+		if _, err := r.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: meta, Data: data}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ConfigMap %s/%s: %w", ns, envSource, err)
+		}
+		if _, err := r.Client.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: meta, StringData: data}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Secret %s/%s: %w", ns, envSource, err)
+		}
+	}
+	return nil
 }
 
 // claimTemplates are the ways a tenant here can claim a GPU through DRA:
@@ -338,6 +361,16 @@ func removeTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 	if err == nil {
 		for _, t := range tpls.Items {
 			_ = cs.ResourceV1().ResourceClaimTemplates(t.Namespace).Delete(ctx, t.Name, metav1.DeleteOptions{})
+		}
+	}
+	if cms, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: templateLabel + "=true"}); err == nil {
+		for _, o := range cms.Items {
+			_ = cs.CoreV1().ConfigMaps(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
+		}
+	}
+	if secs, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{LabelSelector: templateLabel + "=true"}); err == nil {
+		for _, o := range secs.Items {
+			_ = cs.CoreV1().Secrets(o.Namespace).Delete(ctx, o.Name, metav1.DeleteOptions{})
 		}
 	}
 	_ = cs.CoreV1().Namespaces().Delete(ctx, unlabelledNamespace, metav1.DeleteOptions{})
