@@ -134,7 +134,10 @@ func (p ClusterPolicySettings) DeviceIDStrategy() string {
 type AllocateResponse struct {
 	Env    []EnvVar
 	Mounts []Mount
-	CDI    []string
+	// CDI are CdiDevices (cdi-cri), which containerd injects under any
+	// runtime handler; CDIAnnotations (cdi-annotations) only the NVIDIA
+	// runtime reads, and only with CDI on (access §1.1(a), §3.2).
+	CDI, CDIAnnotations []string
 }
 
 // Allocate is the device plugin's answer for devices (their IDs as the
@@ -166,11 +169,12 @@ func (p ClusterPolicySettings) Allocate(devices []string, gpus []string) Allocat
 				r.Mounts = append(r.Mounts, Mount{Source: "/dev/null", Destination: VolumeMountDir + "/" + id})
 			}
 		case ListCDIAnnotations, ListCDICRI:
+			to := &r.CDI
+			if s == ListCDIAnnotations {
+				to = &r.CDIAnnotations
+			}
 			for _, id := range ids {
-				name := CDIKindDevicePlugin + "=" + id
-				if !slices.Contains(r.CDI, name) {
-					r.CDI = append(r.CDI, name)
-				}
+				*to = append(*to, CDIKindDevicePlugin+"="+id)
 			}
 		}
 	}
@@ -199,9 +203,11 @@ type ContainerAccess struct {
 	// the toolkit may read as a request: the plugin's, and the pod's own
 	// hostPath volumes (access §1.11).
 	Mounts []Mount
-	// CDI are CDI device names injected for it: the plugin's CDI strategy
-	// or a DRA driver's prepared devices.
-	CDI []string
+	// CDI are CDI device names containerd injects for it: the plugin's
+	// cdi-cri answer or a DRA driver's prepared devices. CDIAnnotations are
+	// the plugin's cdi-annotations answer, read by the NVIDIA runtime
+	// alone, with CDI on.
+	CDI, CDIAnnotations []string
 	// Allocated are the physical devices (GPU or MIG UUIDs, DRA CDI
 	// devices) the kubelet allocated to this container.
 	Allocated []string
@@ -257,8 +263,16 @@ func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
 		}
 		return Sight{Via: "runtime handler is not NVIDIA's: the variable is ignored"}
 	}
-	if len(c.CDI) > 0 {
-		return sight(c.CDI, "CDI devices injected (the CDI spec ends the env with NVIDIA_VISIBLE_DEVICES=void)")
+	cdi := c.CDI
+	if s.Policy != nil && s.Policy.CDIEnabled {
+		for _, d := range c.CDIAnnotations {
+			if !slices.Contains(cdi, d) {
+				cdi = append(cdi, d)
+			}
+		}
+	}
+	if len(cdi) > 0 {
+		return sight(cdi, "CDI devices injected (the CDI spec ends the env with NVIDIA_VISIBLE_DEVICES=void)")
 	}
 	tk := s.toolkit()
 	if tk.VolumeMountsAccepted {

@@ -76,6 +76,9 @@ func TestSees(t *testing.T) {
 		{name: "forged /dev/null mount", tk: closed, dpEnv: volume, handler: "nvidia", mounts: []Mount{{"/dev/null", VolumeMountDir + "/" + gpu[2]}}, want: gpu[2:3]},
 		// §3.2: a CDI strategy injects the device and ends the env with void.
 		{name: "allocated 1, CDI, sets all", tk: permissive, dpEnv: cdi, cdiOn: true, handler: "nvidia", allocated: gpu[:1], spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: []string{CDIKindDevicePlugin + "=" + gpu[0]}},
+		// §1.1(a): CDI annotations are the NVIDIA runtime's, with CDI on; under runc only CdiDevices count.
+		{name: "cdi-annotations under runc", tk: closed, dpEnv: map[string]string{"DEVICE_LIST_STRATEGY": "cdi-annotations"}, cdiOn: true, handler: "runc", allocated: gpu[:1]},
+		{name: "cdi-cri under runc", tk: closed, dpEnv: map[string]string{"DEVICE_LIST_STRATEGY": "cdi-cri"}, cdiOn: true, handler: "runc", allocated: gpu[:1], want: []string{CDIKindDevicePlugin + "=" + gpu[0]}},
 		// §1.6: a legacy CUDA image (CUDA_VERSION, no NVIDIA_REQUIRE_CUDA) means all.
 		{name: "legacy image env", tk: permissive, handler: "nvidia", spec: []EnvVar{{"CUDA_VERSION", "9.0"}}, want: gpu},
 	}
@@ -86,13 +89,13 @@ func TestSees(t *testing.T) {
 			resp := p.Allocate(tc.allocated, node.GPUs)
 			c := ContainerAccess{
 				Name: "main", Handler: tc.handler, Privileged: tc.privileged,
-				Env:       MergeEnv(ImageEnv(tc.image), resp.Env, tc.spec),
-				Mounts:    append(resp.Mounts, tc.mounts...),
-				CDI:       resp.CDI,
+				Env:    MergeEnv(ImageEnv(tc.image), resp.Env, tc.spec),
+				Mounts: append(resp.Mounts, tc.mounts...),
+				CDI:    resp.CDI, CDIAnnotations: resp.CDIAnnotations,
 				Allocated: AllocatedDevices(tc.allocated),
 			}
-			if len(resp.CDI) > 0 {
-				c.Allocated = resp.CDI
+			if cdi := append(resp.CDI, resp.CDIAnnotations...); len(cdi) > 0 {
+				c.Allocated = cdi
 			}
 			got := s.Sees(node, c)
 			if !slices.Equal(got.GPUs, tc.want) {

@@ -56,13 +56,13 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 			}
 			a := fakegpu.ContainerAccess{
 				Name: ctr.Name, Handler: gp.RuntimeHandler, Privileged: privileged(ctr),
-				Env:       fakegpu.MergeEnv(fakegpu.ImageEnv(ctr.Image), resp.Env, env),
-				Mounts:    append(resp.Mounts, devNullMounts(p, ctr)...),
-				CDI:       resp.CDI,
+				Env:    fakegpu.MergeEnv(fakegpu.ImageEnv(ctr.Image), resp.Env, env),
+				Mounts: append(resp.Mounts, devNullMounts(p, ctr)...),
+				CDI:    resp.CDI, CDIAnnotations: resp.CDIAnnotations,
 				Allocated: fakegpu.AllocatedDevices(per[ctr.Name]),
 			}
-			if len(resp.CDI) > 0 {
-				a.Allocated = resp.CDI
+			if cdi := append(append([]string(nil), resp.CDI...), resp.CDIAnnotations...); len(cdi) > 0 {
+				a.Allocated = cdi
 			}
 			// The DRA driver's CDI devices reach the containers that use a
 			// claim, or a limit the scheduler mapped onto one (over-counted
