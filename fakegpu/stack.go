@@ -153,8 +153,33 @@ func (s *Stack) Warnings() []string {
 		for _, w := range s.DevicePlugin[k].Warnings {
 			out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: %s", cm, k, w))
 		}
+		out = append(out, overriddenFlags(cm, k, s.DevicePlugin[k])...)
 	}
 	return s.migPartedWarnings(out)
+}
+
+// overriddenFlags are the config file's plugin flags the GPU Operator's
+// DaemonSet sets in the plugin's environment, which beats the file (facts
+// §1 precedence; gpu-access-facts §4.3): the file's value never applies;
+// spec.devicePlugin.env is where to set it.
+func overriddenFlags(cm, key string, c *DevicePluginConfig) []string {
+	if c == nil || c.Flags.Plugin == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range []struct {
+		set       bool
+		field, env string
+	}{
+		{c.Flags.Plugin.DeviceListStrategy != nil, "deviceListStrategy", "DEVICE_LIST_STRATEGY"},
+		{c.Flags.Plugin.DeviceIDStrategy != nil, "deviceIDStrategy", "DEVICE_ID_STRATEGY"},
+		{c.Flags.Plugin.PassDeviceSpecs != nil, "passDeviceSpecs", "PASS_DEVICE_SPECS"},
+	} {
+		if f.set {
+			out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: flags.plugin.%s is ignored: the GPU Operator sets %s in the device plugin's environment, which wins over the config file; set it in ClusterPolicy spec.devicePlugin.env", cm, key, f.field, f.env))
+		}
+	}
+	return out
 }
 
 // migPartedWarnings adds a mig-parted file that does not parse: the MIG

@@ -172,3 +172,16 @@ func TestToolkitBelowFloor(t *testing.T) {
 		t.Error("tag latest: want an error")
 	}
 }
+
+// A device-list strategy in the plugin's config file never applies under
+// the GPU Operator: its env wins (facts §1 precedence). Warned, not refused.
+func TestStrategyInConfigFileIsWarned(t *testing.T) {
+	s := &Stack{
+		Policy:       &ClusterPolicySettings{DevicePluginEnabled: true, DevicePluginConfig: "cm", DevicePluginDefault: "d"},
+		DevicePlugin: DevicePluginConfigs{"d": mustDevicePluginConfig(t, "version: v1\nflags:\n  plugin:\n    deviceListStrategy: volume-mounts\n")},
+	}
+	w := strings.Join(s.Warnings(), "\n")
+	if !strings.Contains(w, "ConfigMap cm data[d]: flags.plugin.deviceListStrategy is ignored") || !strings.Contains(w, "spec.devicePlugin.env") {
+		t.Errorf("warnings: %s", w)
+	}
+}
