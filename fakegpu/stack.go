@@ -168,7 +168,7 @@ func overriddenFlags(cm, key string, c *DevicePluginConfig) []string {
 	}
 	var out []string
 	for _, f := range []struct {
-		set       bool
+		set        bool
 		field, env string
 	}{
 		{c.Flags.Plugin.DeviceListStrategy != nil, "deviceListStrategy", "DEVICE_LIST_STRATEGY"},

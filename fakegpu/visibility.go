@@ -423,9 +423,10 @@ func AllocatedDevices(devices []string) []string {
 }
 
 // AnnotationGPUSight on a pod bound to a simulated GPU node records what
-// each of its containers sees (a JSON PodSight), written once when its
+// each of its containers sees (a JSON PodSight), written when its
 // containers would start: the env is resolved then, so later changes to
-// its ConfigMaps do not move it. A real kubelet writes nothing there; it
+// its ConfigMaps do not move it; a container restarted with another image,
+// or an ephemeral container added, is judged when it starts. A real kubelet writes nothing there; it
 // is the simulator's record for checks and people.
 const AnnotationGPUSight = "fakegpu.gpupool.dev/gpu-sight"
 
@@ -442,6 +443,9 @@ type ContainerSight struct {
 	Allocated   []string `json:"allocated,omitempty"`
 	Unallocated []string `json:"unallocated,omitempty"`
 	Via         string   `json:"via,omitempty"`
+	// Image the container started with: a tenant may change it after
+	// admission, and the container restarts with the new image's ENV.
+	Image string `json:"image,omitempty"`
 }
 
 // PodSight is AnnotationGPUSight: container name to what it sees.

@@ -195,7 +195,7 @@ var (
 var (
 	AccessNoGPUWithoutAllocation = Register(Check{
 		ID: "access.no-gpu-without-allocation", Area: AreaAccess,
-		Rule: "A tenant pod that asks for no GPU sees none on any GPU pool, its own trust domain's or another's: not when its image sets NVIDIA_VISIBLE_DEVICES (a CUDA image), nor when env, envFrom (ConfigMap or Secret) or valueFrom set it to all, an index, a GPU UUID or a CDI name, with or without runtimeClassName nvidia.",
+		Rule: "A tenant pod that asks for no GPU sees none on any GPU pool, its own trust domain's or another's: not when its image sets NVIDIA_VISIBLE_DEVICES (a CUDA image), nor when env, envFrom (ConfigMap or Secret) or valueFrom set it to all, an index, a GPU UUID or a CDI name, with or without runtimeClassName nvidia; nor after admission, when its tenant swaps an image for a CUDA image or adds an ephemeral container naming all GPUs (with SYS_ADMIN where Pod Security does not refuse it).",
 	})
 	AccessAllocationBoundsSight = Register(Check{
 		ID: "access.allocation-bounds-sight", Area: AreaAccess,

@@ -23,7 +23,11 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 	if c.opt.SkipDeviceRecords || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 		return nil
 	}
-	if _, done := p.Annotations[fakegpu.AnnotationGPUSight]; done {
+	recorded, done, err := fakegpu.DecodePodSight(p.Annotations)
+	if err != nil {
+		recorded, done = nil, false
+	}
+	if done && !restarted(p, recorded) {
 		return nil
 	}
 	gp := c.gpuPod(p)
@@ -46,6 +50,12 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 	var unallocated, unseen []string
 	each := func(ctrs []corev1.Container) error {
 		for _, ctr := range ctrs {
+			if was, ok := recorded[ctr.Name]; ok && was.Image == ctr.Image {
+				// Started before with this image: its env was resolved
+				// then, and a later ConfigMap change does not reach it.
+				sight[ctr.Name] = was
+				continue
+			}
 			env, err := c.containerEnv(ctx, p, ctr)
 			if err != nil {
 				return err
@@ -72,7 +82,7 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 				a.Allocated = append(a.Allocated, cdi...)
 			}
 			s := stack.Sees(gpus, a)
-			sight[ctr.Name] = fakegpu.ContainerSight{Sees: s.GPUs, Allocated: a.Allocated, Unallocated: s.Unallocated, Via: s.Via}
+			sight[ctr.Name] = fakegpu.ContainerSight{Sees: s.GPUs, Allocated: a.Allocated, Unallocated: s.Unallocated, Via: s.Via, Image: ctr.Image}
 			if len(s.Unallocated) > 0 {
 				unallocated = append(unallocated, fmt.Sprintf("container %s sees %s, not allocated to it, via %s", ctr.Name, strings.Join(s.Unallocated, ","), s.Via))
 			}
@@ -88,6 +98,9 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 	if err := each(p.Spec.Containers); err != nil {
 		return err
 	}
+	if err := each(ephemeral(p)); err != nil {
+		return err
+	}
 	b, _ := json.Marshal(sight)
 	if err := c.annotate(ctx, p, fakegpu.AnnotationGPUSight, string(b)); err != nil {
 		return err
@@ -100,6 +113,32 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 		c.recorder.Eventf(p, corev1.EventTypeWarning, fakegpu.EventAllocatedGPUUnseen, "%s", strings.Join(unseen, "; "))
 	}
 	return nil
+}
+
+// restarted reports a container that starts after the pod's sight was
+// recorded: an image a tenant changed after admission (the kubelet
+// restarts the container with it, its ENV and a freshly resolved env), or
+// an ephemeral container added through pods/ephemeralcontainers. Either
+// runs under the same runtime as the pod, so what it sees is judged anew.
+func restarted(p *corev1.Pod, recorded fakegpu.PodSight) bool {
+	for _, list := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers, ephemeral(p)} {
+		for _, ctr := range list {
+			if was, ok := recorded[ctr.Name]; !ok || was.Image != ctr.Image {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ephemeral is the pod's ephemeral containers as containers: what the
+// runtime is given for them is what it is given for any other.
+func ephemeral(p *corev1.Pod) []corev1.Container {
+	out := make([]corev1.Container, 0, len(p.Spec.EphemeralContainers))
+	for _, e := range p.Spec.EphemeralContainers {
+		out = append(out, corev1.Container(e.EphemeralContainerCommon))
+	}
+	return out
 }
 
 // podCDI is the pod's recorded DRA CDI devices (nil: none recorded).

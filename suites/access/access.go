@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -359,6 +360,10 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 			}
 			return ctx
 		}).
+		Assess("a tenant who changes its pod after admission still sees no GPU: an image swapped for a CUDA image, an ephemeral container naming all GPUs", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			afterAdmission(ctx, t, c.ID)
+			return ctx
+		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			if err := removeSources(ctx, suite.From(ctx), c.ID); err != nil {
 				t.Errorf("cleanup: %v", err)
@@ -556,4 +561,163 @@ func TestToolkitMeetsCVEFloor(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// afterAdmission admits a plain pod with no GPU request on every GPU pool,
+// then changes it as the API lets its tenant: the main container's image
+// for a CUDA image (the kubelet restarts it with that image's ENV), and an
+// ephemeral container with NVIDIA_VISIBLE_DEVICES=all (kubectl debug's
+// way in; in a namespace without Pod Security also with SYS_ADMIN, which
+// the toolkit takes as privileged). Whatever the cluster admits must see
+// no GPU once started.
+func afterAdmission(ctx context.Context, t *testing.T, check string) {
+	r := suite.From(ctx)
+	type changed struct {
+		pod       *corev1.Pod
+		image     string
+		ephemeral []string
+	}
+	var pods []changed
+	for _, p := range r.Fleet.Spec.Pools {
+		if !p.GPU() {
+			continue
+		}
+		ns, domain, err := suite.NamespaceFor(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod, err := expect.Admitted(ctx, r.Client, workload.New(check, ns, p.Name+"-changed-later").ForPool(p, domain).Pod)
+		if err != nil {
+			t.Fatalf("a plain pod aimed at pool %s: %v", p.Name, err)
+		}
+		pods = append(pods, changed{pod: pod})
+	}
+	if _, err := sightsOf(ctx, r, createdOf(pods, func(c changed) *corev1.Pod { return c.pod })); err != nil {
+		t.Fatal(err)
+	}
+	restricted := func() *corev1.SecurityContext {
+		return &corev1.SecurityContext{AllowPrivilegeEscalation: ptr(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	}
+	for i := range pods {
+		cp := &pods[i]
+		key := cp.pod.Namespace + "/" + cp.pod.Name
+		pods := r.Client.CoreV1().Pods(cp.pod.Namespace)
+		// Each change is made on a fresh read: the simulated kubelet and
+		// kwok write the pod too.
+		change := func(what string, update func(*corev1.Pod) error) (bool, error) {
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				got, err := pods.Get(ctx, cp.pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				return update(got)
+			})
+			switch {
+			case err == nil:
+				return true, nil
+			case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+				t.Logf("pod %s: %s refused: %v", key, what, err)
+				return false, nil
+			}
+			return false, fmt.Errorf("pod %s: %s: %w", key, what, err)
+		}
+		ok, err := change("its image changed to a CUDA image", func(p *corev1.Pod) error {
+			p.Spec.Containers[0].Image = workload.CUDAImage
+			_, err := pods.Update(ctx, p, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			cp.image = workload.CUDAImage
+		}
+		debug := []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debug", Image: workload.Image, SecurityContext: restricted(),
+			Env: []corev1.EnvVar{{Name: fakegpu.EnvVisibleDevices, Value: "all"}},
+		}}}
+		if !enforcesPodSecurity(ctx, r, cp.pod.Namespace) {
+			debug = append(debug, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+				Name: "debug-admin", Image: workload.Image,
+				SecurityContext: &corev1.SecurityContext{Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"SYS_ADMIN"}}},
+				Env:             []corev1.EnvVar{{Name: fakegpu.EnvVisibleDevices, Value: "all"}},
+			}})
+		}
+		for _, e := range debug {
+			ok, err := change("ephemeral container "+e.Name+" added", func(p *corev1.Pod) error {
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, e)
+				_, err := pods.UpdateEphemeralContainers(ctx, p.Name, p, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				cp.ephemeral = append(cp.ephemeral, e.Name)
+			}
+		}
+	}
+	// Wait until the simulated kubelet has judged every container that
+	// started after admission, then judge them all.
+	var last string
+	err := wait.For(ctx, "the simulated kubelet to record what the changed pods' containers see", sightTimeout, func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, cp := range pods {
+			p, err := r.Client.CoreV1().Pods(cp.pod.Namespace).Get(ctx, cp.pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			sight, _, err := fakegpu.DecodePodSight(p.Annotations)
+			if err != nil {
+				return false, "", err
+			}
+			if cp.image != "" && sight[p.Spec.Containers[0].Name].Image != cp.image {
+				left = append(left, p.Name+" (its new image)")
+			}
+			for _, e := range cp.ephemeral {
+				if _, ok := sight[e]; !ok {
+					left = append(left, p.Name+" ("+e+")")
+				}
+			}
+		}
+		last = strings.Join(left, ", ")
+		return len(left) == 0, "not recorded yet: " + last, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cp := range pods {
+		p, err := r.Client.CoreV1().Pods(cp.pod.Namespace).Get(ctx, cp.pod.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sight, _, _ := fakegpu.DecodePodSight(p.Annotations)
+		for ctr, s := range sight {
+			if len(s.Sees) > 0 {
+				t.Errorf("expected pod %s/%s (no GPU requested, changed after admission) to see no GPU, but container %s (image %s) on node %s sees %s via %s",
+					p.Namespace, p.Name, ctr, s.Image, p.Spec.NodeName, brief(s.Sees), s.Via)
+			}
+		}
+	}
+}
+
+func createdOf[T any](items []T, pod func(T) *corev1.Pod) []created {
+	var out []created
+	for _, it := range items {
+		out = append(out, created{pod: pod(it)})
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// enforcesPodSecurity reports a namespace whose Pod Security admission
+// enforces baseline or restricted (which refuse SYS_ADMIN).
+func enforcesPodSecurity(ctx context.Context, r *harness.Run, ns string) bool {
+	o, err := r.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	level := o.Labels["pod-security.kubernetes.io/enforce"]
+	return level == "baseline" || level == "restricted"
 }
