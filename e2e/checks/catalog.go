@@ -87,7 +87,7 @@ var (
 	})
 	GPUImagesPinned = Register(Check{
 		ID: "security.gpu-images-pinned", Area: AreaSecurityFloor,
-		Rule: "GPU pods must pin their images by digest: a GPU pod with a tag-only image is denied; the same pod pinned by digest is admitted.",
+		Rule: "GPU pods must pin their images by digest: a GPU pod with a tag-only image is denied; the same pod pinned by digest is admitted, and its tenant cannot change its image to a tag once it runs.",
 	})
 )
 

@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -176,6 +178,36 @@ func TestGPUImagesPinned(t *testing.T) {
 			}
 			if err := expect.WouldBeAdmitted(ctx, r.Client, pinned); err != nil {
 				t.Error(err)
+			}
+			return ctx
+		}).
+		Assess("a pinned GPU pod whose image its tenant changes to a tag after admission is refused", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			p := r.FirstPool(t, fleet.ModeExclusive)
+			pod, err := suite.WellFormedPod(ctx, r, c.ID, p, "retagged")
+			if err != nil {
+				t.Fatal(err)
+			}
+			created, err := expect.Admitted(ctx, r.Client, pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods := r.Client.CoreV1().Pods(created.Namespace)
+			// A fresh read per try: the simulated kubelet writes the pod too.
+			err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				got, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				got.Spec.Containers[0].Image = strings.SplitN(workload.Image, "@", 2)[0]
+				_, err = pods.Update(ctx, got, metav1.UpdateOptions{})
+				return err
+			})
+			switch {
+			case err == nil:
+				t.Errorf("expected the image update of GPU pod %s/%s to a tag (%s) to be refused, but it was admitted: the pod now runs whatever the tag moves to", created.Namespace, created.Name, strings.SplitN(workload.Image, "@", 2)[0])
+			case !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err):
+				t.Fatalf("updating pod %s/%s: %v", created.Namespace, created.Name, err)
 			}
 			return ctx
 		}).Feature()
