@@ -66,9 +66,19 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 			}
 			p = seen
 		}
-		onNode, err := c.PodsOn(ctx, n.Name)
+		all, err := c.PodsOn(ctx, n.Name)
 		if err != nil {
 			return nil, err
+		}
+		// The shapes of the rules running beside this one come and go
+		// on the same nodes: they are no tenant's workload, and a stray
+		// one (bound by nodeName, say, before its kubelet refuses it)
+		// is not what this shape landed beside.
+		var onNode []*corev1.Pod
+		for _, q := range all {
+			if other := q.Labels[LabelRule]; other == "" || other == r.short() || q.UID == p.UID {
+				onNode = append(onNode, q)
+			}
 		}
 		if v := r.Placed(p, n, onNode, c); v != "" {
 			var neighbours []*corev1.Pod
