@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
@@ -191,6 +192,16 @@ func sourceObjects(ctx context.Context, r *harness.Run, check, ns, name string) 
 	return nil
 }
 
+// removeSourcesOf is the teardown of a check that made env sources.
+func removeSourcesOf(check string) features.Func {
+	return func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+		if err := removeSources(ctx, suite.From(ctx), check); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		return ctx
+	}
+}
+
 // removeSources deletes the check's ConfigMaps and Secrets in every namespace.
 func removeSources(ctx context.Context, r *harness.Run, check string) error {
 	sel := labels.Set{workload.LabelCheck: check}.String()
@@ -223,32 +234,42 @@ type created struct {
 
 // sightsOf waits until every admitted pod is bound or refused for good by
 // the scheduler, then until the simulated kubelet has recorded what the
-// bound ones' containers see, in one wait. Pods the scheduler refuses and
-// pods on real kubelets (whose runtime the simulator does not judge) are
-// left out.
-func sightsOf(ctx context.Context, r *harness.Run, pods []created) (map[string]fakegpu.PodSight, error) {
+// bound ones' containers see, or ended them before they started (a
+// kubelet refusal: ended names them with why). One list of the check's
+// pods a poll. Pods the scheduler refuses and pods on real kubelets
+// (whose runtime the simulator does not judge) are in neither.
+func sightsOf(ctx context.Context, r *harness.Run, pods []created) (sights map[string]fakegpu.PodSight, ended map[string]string, err error) {
 	var list []*corev1.Pod
 	for _, c := range pods {
 		list = append(list, c.pod)
 	}
 	if _, err := expect.ScheduledOrRefused(ctx, r.Client, list); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]fakegpu.PodSight{}
+	sights, ended = map[string]fakegpu.PodSight{}, map[string]string{}
+	if len(pods) == 0 {
+		return sights, ended, nil
+	}
+	want := map[string]bool{}
+	for _, c := range pods {
+		want[c.pod.Namespace+"/"+c.pod.Name] = true
+	}
+	sel := labels.Set{workload.LabelCheck: pods[0].pod.Labels[workload.LabelCheck]}.String()
 	real := map[string]bool{}
-	err := wait.For(ctx, fmt.Sprintf("the simulated kubelet to record what the containers of %d pods see (%s)", len(pods), fakegpu.AnnotationGPUSight), sightTimeout, func(ctx context.Context) (bool, string, error) {
+	err = wait.For(ctx, fmt.Sprintf("the simulated kubelet to record what the containers of %d pods see (%s)", len(pods), fakegpu.AnnotationGPUSight), sightTimeout, func(ctx context.Context) (bool, string, error) {
+		got, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, "", err
+		}
 		var left []string
-		for _, c := range pods {
-			key := c.pod.Namespace + "/" + c.pod.Name
-			if _, ok := out[key]; ok {
+		for i := range got.Items {
+			p := &got.Items[i]
+			key := p.Namespace + "/" + p.Name
+			if !want[key] || p.Spec.NodeName == "" {
+				continue // not one of these, or refused by the scheduler: it runs nowhere
+			}
+			if _, done := sights[key]; done {
 				continue
-			}
-			p, err := r.Client.CoreV1().Pods(c.pod.Namespace).Get(ctx, c.pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
-			}
-			if p.Spec.NodeName == "" {
-				continue // refused by the scheduler: it runs nowhere
 			}
 			if _, seen := real[p.Spec.NodeName]; !seen {
 				n, err := r.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
@@ -264,14 +285,14 @@ func sightsOf(ctx context.Context, r *harness.Run, pods []created) (map[string]f
 			if err != nil {
 				return false, "", err
 			}
-			if !ok {
-				if why, never := stuckReason(p); never {
-					return false, "", fmt.Errorf("pod %s will not start: %s", key, why)
-				}
+			switch why, never := stuckReason(p); {
+			case ok:
+				sights[key] = s
+			case never:
+				ended[key] = why // no container started: it sees nothing
+			default:
 				left = append(left, key+" ("+expect.Describe(p)+")")
-				continue
 			}
-			out[key] = s
 		}
 		sort.Strings(left)
 		if len(left) > 3 {
@@ -279,7 +300,7 @@ func sightsOf(ctx context.Context, r *harness.Run, pods []created) (map[string]f
 		}
 		return len(left) == 0, "not recorded yet: " + strings.Join(left, "; "), nil
 	})
-	return out, err
+	return sights, ended, err
 }
 
 // stuckReason reports a pod that ended before its containers started.
@@ -345,7 +366,7 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 				}
 			}
 			t.Logf("%d tenant pods admitted, %d denied at admission", len(pods), refused)
-			sights, err := sightsOf(ctx, r, pods)
+			sights, _, err := sightsOf(ctx, r, pods)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,12 +385,7 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 			afterAdmission(ctx, t, c.ID)
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if err := removeSources(ctx, suite.From(ctx), c.ID); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-			return ctx
-		}).Feature()
+		Teardown(removeSourcesOf(c.ID)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -383,7 +399,7 @@ func nodeOf(ctx context.Context, r *harness.Run, p *corev1.Pod) string {
 
 // gpuPods creates, for every GPU pool, well-formed GPU pods changed by each
 // of shapes (nil shapes: the pod as is), and waits for what they see.
-func gpuPods(ctx context.Context, t *testing.T, check string, shapes map[string]func(workload.Pod) workload.Pod) ([]created, map[string]fakegpu.PodSight) {
+func gpuPods(ctx context.Context, t *testing.T, check string, shapes map[string]func(workload.Pod) workload.Pod) ([]created, map[string]fakegpu.PodSight, map[string]string) {
 	r := suite.From(ctx)
 	var pods []created
 	for _, p := range r.Fleet.Spec.Pools {
@@ -394,17 +410,17 @@ func gpuPods(ctx context.Context, t *testing.T, check string, shapes map[string]
 		if err != nil {
 			t.Fatal(err)
 		}
-		ns, domain, err := suite.NamespaceFor(ctx, p)
-		if err != nil {
-			t.Fatal(err)
-		}
 		names := make([]string, 0, len(shapes))
 		for n := range shapes {
 			names = append(names, n)
 		}
 		sort.Strings(names)
 		for _, shape := range names {
-			pod := shapes[shape](workload.New(check, ns, p.Name+"-"+shape).ForPool(p, domain).GPU(res, 1)).Pod
+			base, err := suite.WellFormedPod(ctx, r, check, p, p.Name+"-"+shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pod := shapes[shape](workload.Pod{Pod: base}).Pod
 			got, err := expect.Admitted(ctx, r.Client, pod)
 			if err != nil {
 				t.Fatalf("a well-formed GPU pod of pool %s (%s): %v", p.Name, shape, err)
@@ -415,11 +431,11 @@ func gpuPods(ctx context.Context, t *testing.T, check string, shapes map[string]
 	if err := expect.AllScheduled(ctx, r.Client, podsOf(pods)); err != nil {
 		t.Fatal(err)
 	}
-	sights, err := sightsOf(ctx, r, pods)
+	sights, ended, err := sightsOf(ctx, r, pods)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pods, sights
+	return pods, sights, ended
 }
 
 func podsOf(cs []created) []*corev1.Pod {
@@ -452,7 +468,7 @@ func TestAllocationBoundsSight(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			pods, sights := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
+			pods, sights, _ := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
 				"env-all": func(p workload.Pod) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") },
 				"envfrom-all": func(p workload.Pod) workload.Pod {
 					p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: source}}}}
@@ -470,12 +486,7 @@ func TestAllocationBoundsSight(t *testing.T) {
 			}
 			return ctx
 		}).
-		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			if err := removeSources(ctx, suite.From(ctx), c.ID); err != nil {
-				t.Errorf("cleanup: %v", err)
-			}
-			return ctx
-		}).Feature()
+		Teardown(removeSourcesOf(c.ID)).Feature()
 	testenv.Test(t, f)
 }
 
@@ -483,12 +494,16 @@ func TestGPUPodsSeeTheirGPU(t *testing.T) {
 	c := checks.AccessGPUPodsSeeTheirGPU
 	f := suite.Feature(c).
 		Assess("a well-formed GPU pod on each GPU pool sees every device it was allocated", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
-			pods, sights := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
+			pods, sights, ended := gpuPods(ctx, t, c.ID, map[string]func(workload.Pod) workload.Pod{
 				"plain":      func(p workload.Pod) workload.Pod { return p },
 				"cuda-image": func(p workload.Pod) workload.Pod { return image(p, workload.CUDAImage) },
 			})
 			for _, cp := range pods {
 				key := cp.pod.Namespace + "/" + cp.pod.Name
+				if why, ok := ended[key]; ok {
+					t.Errorf("expected pod %s (%s) to run seeing its GPU, but it never started: %s", key, cp.what, why)
+					continue
+				}
 				s, ok := sights[key]
 				if !ok {
 					continue // on a real kubelet
@@ -592,7 +607,7 @@ func afterAdmission(ctx context.Context, t *testing.T, check string) {
 		}
 		pods = append(pods, changed{pod: pod})
 	}
-	started, err := sightsOf(ctx, r, createdOf(pods, func(c changed) *corev1.Pod { return c.pod }))
+	started, _, err := sightsOf(ctx, r, createdOf(pods, func(c changed) *corev1.Pod { return c.pod }))
 	if err != nil {
 		t.Fatal(err)
 	}
