@@ -241,7 +241,9 @@ type NodeGPUs struct {
 //     as-volume-mounts, the /dev/null mounts under VolumeMountDir; the
 //     variable, if the container is privileged or the toolkit accepts it
 //     from unprivileged ones. A container whose CDI spec was applied ends
-//     with NVIDIA_VISIBLE_DEVICES=void (access §3.2), so a CDI-injected
+//     with NVIDIA_VISIBLE_DEVICES=void (access §3.2, an inference the doc
+//     makes for the toolkit's own specs; taken to hold for NVIDIA's DRA
+//     driver's too, which the facts do not say), so a CDI-injected
 //     container sees its CDI devices only.
 func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
 	sight := func(gpus []string, via string) Sight {
