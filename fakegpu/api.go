@@ -107,3 +107,9 @@ const (
 func RealKubelet(annotations map[string]string) bool {
 	return annotations[AnnotationKubelet] == "real"
 }
+
+// EnvDRADevicePrefix starts the variables the fake DRA plugin's CDI specs
+// set, one per prepared device naming its UUID: the fake's stand-in for the
+// device nodes and hooks the real driver's specs inject, and so the trace a
+// runtime on a real node reads of the CDI devices a container got.
+const EnvDRADevicePrefix = "FAKEGPU_DRA_DEVICE_"

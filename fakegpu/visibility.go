@@ -246,27 +246,39 @@ type NodeGPUs struct {
 //     driver's too, which the facts do not say), so a CDI-injected
 //     container sees its CDI devices only.
 func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
-	sight := func(gpus []string, via string) Sight {
-		out := Sight{GPUs: gpus, Via: via}
-		for _, g := range gpus {
-			if !slices.Contains(c.Allocated, g) {
-				out.Unallocated = append(out.Unallocated, g)
-			}
-		}
-		return out
-	}
-	nvidia := s.nvidiaRuns(c.Handler)
-	if !nvidia {
+	if !s.nvidiaRuns(c.Handler) {
 		if c.Privileged {
-			return sight(n.GPUs, "privileged: containerd passes every host device (/dev/nvidia*)")
+			return sightOf(c, n.GPUs, "privileged: containerd passes every host device (/dev/nvidia*)")
 		}
 		if len(c.CDI) > 0 {
-			return sight(c.CDI, "CDI devices injected")
+			return sightOf(c, c.CDI, "CDI devices injected")
 		}
 		return Sight{Via: "runtime handler is not NVIDIA's: the variable is ignored"}
 	}
+	rt := RuntimeSettings{Toolkit: s.toolkit()}
+	if s.Policy != nil {
+		rt.CDIEnabled = s.Policy.CDIEnabled
+	}
+	return rt.Sees(n, c)
+}
+
+// RuntimeSettings is what the NVIDIA runtime on a node decides with: the
+// toolkit's config.toml keys and whether CDI is on (the ClusterPolicy's
+// spec.toolkit.env and spec.cdi.enabled).
+type RuntimeSettings struct {
+	Toolkit    ToolkitSettings `json:"toolkit"`
+	CDIEnabled bool            `json:"cdiEnabled"`
+}
+
+// Sees is what the NVIDIA runtime exposes to container c on node n: the
+// first of its CDI devices; with as-volume-mounts, the /dev/null mounts
+// under VolumeMountDir; the variable, if the container is privileged or
+// the toolkit accepts it from unprivileged ones (access §1.1, §1.5, §1.6).
+// It reads only what an OCI spec carries (env, mounts, capabilities,
+// annotations), so a runtime on a real node can apply it to one.
+func (rt RuntimeSettings) Sees(n NodeGPUs, c ContainerAccess) Sight {
 	cdi := c.CDI
-	if s.Policy != nil && s.Policy.CDIEnabled {
+	if rt.CDIEnabled {
 		for _, d := range c.CDIAnnotations {
 			if !slices.Contains(cdi, d) {
 				cdi = append(cdi, d)
@@ -274,10 +286,9 @@ func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
 		}
 	}
 	if len(cdi) > 0 {
-		return sight(cdi, "CDI devices injected (the CDI spec ends the env with NVIDIA_VISIBLE_DEVICES=void)")
+		return sightOf(c, cdi, "CDI devices injected (the CDI spec ends the env with NVIDIA_VISIBLE_DEVICES=void)")
 	}
-	tk := s.toolkit()
-	if tk.VolumeMountsAccepted {
+	if rt.Toolkit.VolumeMountsAccepted {
 		var ids []string
 		for _, m := range c.Mounts {
 			if m.Source == "/dev/null" && strings.HasPrefix(m.Destination, VolumeMountDir+"/") {
@@ -285,7 +296,7 @@ func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
 			}
 		}
 		if len(ids) > 0 {
-			return sight(n.resolve(ids, s.cdiKinds()), "/dev/null mounts under "+VolumeMountDir)
+			return sightOf(c, n.resolve(ids, rt.cdiKinds()), "/dev/null mounts under "+VolumeMountDir)
 		}
 	}
 	v, set := lookupEnv(c.Env, EnvVisibleDevices)
@@ -295,23 +306,35 @@ func (s *Stack) Sees(n NodeGPUs, c ContainerAccess) Sight {
 		_, cuda := lookupEnv(c.Env, "CUDA_VERSION")
 		_, req := lookupEnv(c.Env, "NVIDIA_REQUIRE_CUDA")
 		if !cuda || req {
-			return s.unseen(c, "")
+			return unseen(c, "")
 		}
 		v = "all"
 	}
 	ids := splitDevices(v)
 	if len(ids) == 0 || slices.Contains(ids, "void") || slices.Contains(ids, "none") {
-		return s.unseen(c, "")
+		return unseen(c, "")
 	}
-	if !c.Privileged && tk.EnvvarRefusedUnprivileged {
-		return s.unseen(c, fmt.Sprintf("%s=%s ignored: the toolkit refuses the variable from unprivileged containers", EnvVisibleDevices, v))
+	if !c.Privileged && rt.Toolkit.EnvvarRefusedUnprivileged {
+		return unseen(c, fmt.Sprintf("%s=%s ignored: the toolkit refuses the variable from unprivileged containers", EnvVisibleDevices, v))
 	}
-	return sight(n.resolve(ids, s.cdiKinds()), EnvVisibleDevices+"="+v)
+	return sightOf(c, n.resolve(ids, rt.cdiKinds()), EnvVisibleDevices+"="+v)
+}
+
+// sightOf is a container seeing gpus by via, with those beyond its
+// allocation marked.
+func sightOf(c ContainerAccess, gpus []string, via string) Sight {
+	out := Sight{GPUs: gpus, Via: via}
+	for _, g := range gpus {
+		if !slices.Contains(c.Allocated, g) {
+			out.Unallocated = append(out.Unallocated, g)
+		}
+	}
+	return out
 }
 
 // unseen is a container that sees no GPU; why says so when it was
 // allocated some.
-func (s *Stack) unseen(c ContainerAccess, why string) Sight {
+func unseen(c ContainerAccess, why string) Sight {
 	if len(c.Allocated) > 0 && why == "" {
 		why = "no request the runtime honours reaches it"
 	}
@@ -337,8 +360,8 @@ func (s *Stack) toolkit() ToolkitSettings {
 
 // cdiKinds are the CDI kinds whose specs exist on a node: the management
 // spec and the plugin's, only with CDI on (access §1.8, §4.3; inference).
-func (s *Stack) cdiKinds() []string {
-	if s.Policy == nil || !s.Policy.CDIEnabled {
+func (rt RuntimeSettings) cdiKinds() []string {
+	if !rt.CDIEnabled {
 		return nil
 	}
 	return []string{CDIKindManagement, CDIKindDevicePlugin}

@@ -34,6 +34,7 @@ import (
 	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/kubeletplugin"
 	"github.com/gpupool/gpupool/fakegpu/nodestack"
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 // retryAfter is the wait before serving again after a server failed to
@@ -41,10 +42,14 @@ import (
 const retryAfter = 5 * time.Second
 
 type options struct {
-	nodeName, kubeletDir, namespace, kubeconfig, defaultMIGConfig string
+	nodeName, kubeletDir, namespace, kubeconfig, defaultMIGConfig, toolkitDir string
 }
 
 func main() {
+	if filepath.Base(os.Args[0]) == nvidiaruntime.Binary {
+		runtimeMain(os.Args[1:])
+		return
+	}
 	if len(os.Args) > 1 && (os.Args[1] == modeProbe || os.Args[1] == modeProbeOnce) {
 		probe(os.Args[2:], os.Args[1] == modeProbeOnce)
 		return
@@ -55,6 +60,7 @@ func main() {
 	flag.StringVar(&o.namespace, "namespace", "gpu-operator", "the GPU Operator namespace, holding the ConfigMaps the ClusterPolicy names")
 	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (empty: the in-cluster config)")
 	flag.StringVar(&o.defaultMIGConfig, "default-mig-config", "", "optional file holding the Operator's default mig-parted ConfigMap, used when the ClusterPolicy names default-mig-parted-config and the namespace does not have it")
+	flag.StringVar(&o.toolkitDir, "toolkit-dir", "", "where to install the fake NVIDIA container runtime and its settings, as the GPU Operator's toolkit does on the host ("+nvidiaruntime.InstallDir+"); empty: none")
 	flag.Parse()
 
 	if err := run(o); err != nil {
@@ -95,7 +101,16 @@ func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.
 		return err
 	}
 	defer plugin.Stop()
-	s := syncer{plugin: plugin}
+	if o.toolkitDir != "" {
+		// The toolkit's part on a real node: the runtime the nvidia handler
+		// runs. It stays when the plugin stops, as an installed toolkit
+		// outlives a device plugin restart.
+		if err := nvidiaruntime.Install(o.toolkitDir); err != nil {
+			return fmt.Errorf("installing the fake NVIDIA runtime in %s: %w", o.toolkitDir, err)
+		}
+		nodestack.Logf("fake-device-plugin: NVIDIA runtime installed as %s", filepath.Join(o.toolkitDir, nvidiaruntime.Binary))
+	}
+	s := syncer{plugin: plugin, toolkitDir: o.toolkitDir}
 	nodestack.Watch(ctx, cs, dyn, nodestack.Options{Node: o.nodeName, Namespace: o.namespace, DefaultMIG: defaultMIG, Name: "fake-device-plugin", Log: nodestack.Logf}, s.sync)
 	nodestack.Logf("fake-device-plugin: stopping, removing the plugin sockets")
 	return nil
@@ -106,6 +121,7 @@ func serve(ctx context.Context, o options, cs kubernetes.Interface, dyn dynamic.
 type syncer struct {
 	plugin     *kubeletplugin.Plugin
 	lastServed string
+	toolkitDir string
 }
 
 func (s *syncer) sync(v nodestack.View) time.Duration {
@@ -114,6 +130,15 @@ func (s *syncer) sync(v nodestack.View) time.Duration {
 	if err != nil {
 		nodestack.Logf("fake-device-plugin: %v (retrying in %s)", err, retryAfter)
 		retry = retryAfter
+	}
+	if s.toolkitDir != "" && v.Found {
+		cfg := nvidiaruntime.NodeConfig{Runtime: plan.Runtime, GPUs: plan.GPUs}
+		if changed, err := nvidiaruntime.WriteConfig(s.toolkitDir, cfg); err != nil {
+			nodestack.Logf("fake-device-plugin: writing the NVIDIA runtime's settings: %v (retrying in %s)", err, retryAfter)
+			retry = retryAfter
+		} else if changed {
+			nodestack.Logf("fake-device-plugin: NVIDIA runtime settings: %+v, %d GPUs", cfg.Runtime, len(cfg.GPUs.GPUs))
+		}
 	}
 	served := describe(plan)
 	if v.ConfigErr != "" {

@@ -5,7 +5,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 // Probe modes: the first argument of a workload container running this
@@ -20,13 +23,14 @@ const (
 )
 
 // probe is what a GPU workload container runs in the kind-only checks
-// ("fake-device-plugin probe NVIDIA_VISIBLE_DEVICES"): it prints NAME=value
-// for each variable, as the kubelet set them from the device plugin's
-// Allocate response, to its log, and then idles until stopped (once:
-// returns). One image serves both the plugin and its workloads: nothing
+// ("fake-device-plugin probe FAKEGPU_DEVICE_IDS"): it prints NAME=value
+// for each variable, as the kubelet and containerd set them, and the GPUs
+// the NVIDIA runtime gave it, to its log, and then idles until stopped
+// (once: returns). One image serves both the plugin and its workloads: nothing
 // else can be pulled.
 func probe(names []string, once bool) {
 	printEnv(os.Stdout, names, os.LookupEnv)
+	printSight(os.Stdout, os.ReadFile)
 	if once {
 		return
 	}
@@ -45,4 +49,15 @@ func printEnv(w io.Writer, names []string, lookup func(string) (string, bool)) {
 		}
 		fmt.Fprintf(w, "%s=%s\n", n, v)
 	}
+}
+
+// printSight writes the GPUs the NVIDIA runtime gave the container
+// (nvidiaruntime.SightPath) as one line.
+func printSight(w io.Writer, read func(string) ([]byte, error)) {
+	data, err := read(nvidiaruntime.SightPath)
+	v := strings.Join(strings.Fields(string(data)), ",")
+	if err != nil {
+		v = nvidiaruntime.NoRuntime
+	}
+	fmt.Fprintf(w, "%s=%s\n", nvidiaruntime.SeesLine, v)
 }

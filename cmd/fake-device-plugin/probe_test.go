@@ -1,9 +1,12 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 func TestPrintEnvSaysUnsetForAMissingVariable(t *testing.T) {
@@ -30,5 +33,23 @@ func TestProbeOnceReturns(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("probe-once did not return: an init container running it would never finish")
+	}
+}
+
+func TestPrintSight(t *testing.T) {
+	for _, tc := range []struct {
+		data string
+		err  error
+		want string
+	}{
+		{"GPU-1\nGPU-2\n", nil, nvidiaruntime.SeesLine + "=GPU-1,GPU-2\n"},
+		{"", nil, nvidiaruntime.SeesLine + "=\n"},
+		{"", os.ErrNotExist, nvidiaruntime.SeesLine + "=" + nvidiaruntime.NoRuntime + "\n"},
+	} {
+		var b strings.Builder
+		printSight(&b, func(string) ([]byte, error) { return []byte(tc.data), tc.err })
+		if b.String() != tc.want {
+			t.Errorf("printSight(%q, %v) = %q, want %q", tc.data, tc.err, b.String(), tc.want)
+		}
 	}
 }

@@ -171,6 +171,12 @@ func mutantsCommand() *cobra.Command {
 			harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
 			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.Seed, ex.Seed, budgetText(ex.Budget), budgetText(unlisted), out)
 		writeMutantsSummary(out, killed, total)
+		// Last, so a CI log cut to its tail still names them.
+		for _, v := range verdicts {
+			if v.result != "KILLED" && v.result != "NOT RUN" {
+				fmt.Printf("not killed: %s: %s %s\n", v.name, v.result, v.detail)
+			}
+		}
 		if killed != total {
 			return exitError{1}
 		}

@@ -129,7 +129,7 @@ var (
 	// node is held to what a real kubelet does with the same pod.
 	KubeletSimulatorAgrees = Register(Check{
 		ID: "kubelet.simulator-agrees", Area: AreaSharing, Provider: "kind",
-		Rule: "Every pod shape of the differential corpus (manifests/differential: multi-container, init and sidecar containers, shared and exclusive GPUs, over-requests, a non-NVIDIA runtime handler, GPUs of a DRA pool through the extended-resource claim or claims from templates, one used by two containers or by none) gets the same phase, reason, message and number of distinct devices from the simulated kubelet on a KWOK node as from a real kubelet on a node of the same pool.",
+		Rule: "Every pod shape of the differential corpus (manifests/differential: multi-container, init and sidecar containers, shared and exclusive GPUs, over-requests, a non-NVIDIA runtime handler, GPUs of a DRA pool through the extended-resource claim or claims from templates, one used by two containers or by none, containers that ask for no GPU or widen their allocation through NVIDIA_VISIBLE_DEVICES in env or envFrom) gets the same phase, reason, message and number of distinct devices, and each container sees as many GPUs beyond and within its allocation, from the simulated kubelet on a KWOK node as from a real kubelet and containerd, with a fake NVIDIA runtime applying the toolkit's selection, on a node of the same pool.",
 	})
 )
 

@@ -38,9 +38,9 @@ type KindConfig struct {
 	// StateDir holds one directory per gpupool kind cluster (owner file,
 	// kind config, kubeconfig), so the stale sweep only sees gpupool's.
 	StateDir string
-	// RuntimeHandlers are added to the node's containerd, each running
-	// runc (what a GPU Operator's container toolkit adds for its runtime).
-	RuntimeHandlers []string
+	// RuntimeHandlers are added to the node's containerd (what a GPU
+	// Operator's container toolkit adds for its runtime).
+	RuntimeHandlers []RuntimeHandler
 	// KwokImage is a local image of the kwok controller; it is loaded into
 	// the node and runs in the cluster, managing only the nodes annotated
 	// kwok.x-k8s.io/node=fake.
@@ -50,6 +50,14 @@ type KindConfig struct {
 	RoleImages map[string]string
 	// WaitTimeout bounds each wait of Up (node Ready, kwok available).
 	WaitTimeout time.Duration
+}
+
+// RuntimeHandler is a runtime handler of the node's containerd: runc's
+// shim running BinaryName in runc's place ("": runc itself). The binary
+// may appear after the node starts (a DaemonSet installs it); until then
+// the handler's containers fail to start.
+type RuntimeHandler struct {
+	Name, BinaryName string
 }
 
 func (c KindConfig) images() []string {
@@ -202,11 +210,15 @@ func (k *Kind) config() string {
 	}
 	var patches []string
 	for _, h := range k.cfg.RuntimeHandlers {
-		patches = append(patches, fmt.Sprintf(`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s]
+		p := fmt.Sprintf(`[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s]
   runtime_type = "io.containerd.runc.v2"
   base_runtime_spec = "/etc/containerd/cri-base.json"
   [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.%[1]s.options]
-    SystemdCgroup = true`, h))
+    SystemdCgroup = true`, h.Name)
+		if h.BinaryName != "" {
+			p += fmt.Sprintf("\n    BinaryName = %q", h.BinaryName)
+		}
+		patches = append(patches, p)
 	}
 	if !BoundingSetHasSysResource() {
 		// runc in the node cannot lower OOM scores without CAP_SYS_RESOURCE:

@@ -31,6 +31,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 // DefaultCorpus is where the shapes live among the built-in manifests
@@ -92,6 +93,9 @@ type Shape struct {
 	// before the shape runs and removed after; both sides' pods claim
 	// from them, each getting claims of its own.
 	ClaimTemplates []*resourcev1.ResourceClaimTemplate
+	// ConfigMaps are created in the pods' namespace before the shape runs
+	// and removed after (what a container's envFrom or valueFrom reads).
+	ConfigMaps []*corev1.ConfigMap
 	// Pod is the template: the shape's containers and limits, with
 	// PoolResource where the pool's resource goes.
 	Pod *corev1.Pod
@@ -103,7 +107,7 @@ var modes = []string{fleet.ModeExclusive, fleet.ModeTimeSlicing, fleet.ModeMPS, 
 var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // Load reads every *.yaml file of dir as a shape: documents of kind
-// RuntimeClass or ResourceClaimTemplate, then one Pod. Shapes come back in file order, grouped by
+// RuntimeClass, ResourceClaimTemplate or ConfigMap, then one Pod. Shapes come back in file order, grouped by
 // pool mode (in the order the modes first appear, DRA last), so a run
 // moves the real node between pools as rarely as it can.
 func Load(dir string) ([]Shape, error) {
@@ -171,16 +175,19 @@ func Parse(name string, data []byte) (Shape, error) {
 			s.RuntimeClasses = append(s.RuntimeClasses, rc)
 		case meta.Kind == "ResourceClaimTemplate" && meta.APIVersion == "resource.k8s.io/v1":
 			tmpl := &resourcev1.ResourceClaimTemplate{}
-			if err := yaml.UnmarshalStrict(d, tmpl); err != nil {
-				return s, fmt.Errorf("document %d: %w", i+1, err)
-			}
-			if tmpl.Name == "" || tmpl.Namespace != "" {
-				return s, fmt.Errorf("document %d: ResourceClaimTemplate: metadata.name is required and metadata.namespace is the harness's", i+1)
+			if err := decodeNamespaced(d, i, meta.Kind, tmpl); err != nil {
+				return s, err
 			}
 			if slices.ContainsFunc(s.ClaimTemplates, func(o *resourcev1.ResourceClaimTemplate) bool { return o.Name == tmpl.Name }) {
 				return s, fmt.Errorf("document %d: ResourceClaimTemplate %s: metadata.name is already the shape's", i+1, tmpl.Name)
 			}
 			s.ClaimTemplates = append(s.ClaimTemplates, tmpl)
+		case meta.Kind == "ConfigMap" && meta.APIVersion == "v1":
+			cm := &corev1.ConfigMap{}
+			if err := decodeNamespaced(d, i, meta.Kind, cm); err != nil {
+				return s, err
+			}
+			s.ConfigMaps = append(s.ConfigMaps, cm)
 		case meta.Kind == "Pod" && meta.APIVersion == "v1":
 			if s.Pod != nil {
 				return s, fmt.Errorf("document %d: a second Pod; a shape is one pod", i+1)
@@ -190,7 +197,7 @@ func Parse(name string, data []byte) (Shape, error) {
 				return s, fmt.Errorf("document %d: %w", i+1, err)
 			}
 		default:
-			return s, fmt.Errorf("document %d: %s %s: a shape holds RuntimeClasses, ResourceClaimTemplates and one Pod", i+1, meta.APIVersion, meta.Kind)
+			return s, fmt.Errorf("document %d: %s %s: a shape holds RuntimeClasses, ResourceClaimTemplates, ConfigMaps and one Pod", i+1, meta.APIVersion, meta.Kind)
 		}
 	}
 	if s.Pod == nil {
@@ -214,13 +221,22 @@ func Parse(name string, data []byte) (Shape, error) {
 			return s, fmt.Errorf("spec.resourceClaims[%d] (%s): claim from one of the shape's ResourceClaimTemplates (resourceClaimTemplateName), so both sides get claims of their own", i, c.Name)
 		}
 	}
-	if !holdsResource(s.Pod) && len(s.Pod.Spec.ResourceClaims) == 0 {
-		return s, fmt.Errorf("no container limits %s or an nvidia.com/ resource, and the pod has no resourceClaims: a shape is a GPU pod", PoolResource)
-	}
 	if len(s.Pod.Spec.NodeSelector) > 0 || s.Pod.Spec.NodeName != "" || s.Pod.Spec.Affinity != nil || len(s.Pod.Spec.Tolerations) > 0 {
 		return s, errors.New("placement (nodeSelector, nodeName, affinity, tolerations) is the harness's: it pins each side to its node")
 	}
 	return s, nil
+}
+
+// decodeNamespaced strictly decodes document i as one of the shape's
+// namespaced objects: named, its namespace left to the harness.
+func decodeNamespaced(d []byte, i int, kind string, obj metav1.Object) error {
+	if err := yaml.UnmarshalStrict(d, obj); err != nil {
+		return fmt.Errorf("document %d: %w", i+1, err)
+	}
+	if obj.GetName() == "" || obj.GetNamespace() != "" {
+		return fmt.Errorf("document %d: %s: metadata.name is required and metadata.namespace is the harness's", i+1, kind)
+	}
+	return nil
 }
 
 // leadingComment is the comment block a file opens with, as one line.
@@ -265,17 +281,6 @@ func stripComments(d []byte) []byte {
 	return out
 }
 
-func holdsResource(p *corev1.Pod) bool {
-	for _, c := range allContainers(p) {
-		for name := range c.Resources.Limits {
-			if string(name) == PoolResource || strings.HasPrefix(string(name), "nvidia.com/") {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 func allContainers(p *corev1.Pod) []corev1.Container {
 	return append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...)
 }
@@ -297,8 +302,37 @@ type Target struct {
 	Class string
 	// Image runs every container (the fake device plugin's, in probe mode).
 	Image string
-	// Variable is what each container prints (NVIDIA_VISIBLE_DEVICES).
-	Variable string
+	// Variables are what each container prints: the first the device IDs
+	// it was given (the fake plugin's FAKEGPU_DEVICE_IDS), the others
+	// for the log.
+	Variables []string
+}
+
+// ConfigMapsFor is the shape's ConfigMaps in the target's namespace,
+// labelled with its check.
+func (s Shape) ConfigMapsFor(t Target) []*corev1.ConfigMap {
+	var out []*corev1.ConfigMap
+	for _, cm := range s.ConfigMaps {
+		cm = cm.DeepCopy()
+		cm.APIVersion, cm.Kind = "", ""
+		s.place(&cm.ObjectMeta, t)
+		out = append(out, cm)
+	}
+	return out
+}
+
+// place puts an object of the shape in the pods' namespace, labelled with
+// the check and the shape.
+func (s Shape) place(m *metav1.ObjectMeta, t Target) {
+	m.Namespace = t.Namespace
+	if s.Pod.Namespace != "" {
+		m.Namespace = s.Pod.Namespace
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[workload.LabelCheck] = t.Check
+	m.Labels[LabelShape] = s.Name
 }
 
 // ClaimTemplatesFor is the shape's ResourceClaimTemplates in the target's
@@ -309,15 +343,7 @@ func (s Shape) ClaimTemplatesFor(t Target) []*resourcev1.ResourceClaimTemplate {
 	for _, tmpl := range s.ClaimTemplates {
 		tmpl = tmpl.DeepCopy()
 		tmpl.APIVersion, tmpl.Kind = "", ""
-		tmpl.Namespace = t.Namespace
-		if s.Pod.Namespace != "" {
-			tmpl.Namespace = s.Pod.Namespace
-		}
-		if tmpl.Labels == nil {
-			tmpl.Labels = map[string]string{}
-		}
-		tmpl.Labels[workload.LabelCheck] = t.Check
-		tmpl.Labels[LabelShape] = s.Name
+		s.place(&tmpl.ObjectMeta, t)
 		for i := range tmpl.Spec.Spec.Devices.Requests {
 			req := &tmpl.Spec.Spec.Devices.Requests[i]
 			if req.Exactly != nil && req.Exactly.DeviceClassName == PoolClass {
@@ -381,7 +407,7 @@ func (s Shape) PodFor(t Target) *corev1.Pod {
 			if once {
 				mode = ProbeOnceMode
 			}
-			c.Args = []string{mode, t.Variable}
+			c.Args = append([]string{mode}, t.Variables...)
 		}
 		for name, q := range c.Resources.Limits {
 			if string(name) == PoolResource {
@@ -419,10 +445,45 @@ type Outcome struct {
 	// Devices is the number of distinct device IDs the pod's containers
 	// were given.
 	Devices int
+	// Sight is what each container of a running pod sees, in spec order
+	// (nil: not observed): on the real node what the fake NVIDIA runtime
+	// (fakegpu/nvidiaruntime) decided from the spec the real kubelet and
+	// containerd built, on the KWOK node what the simulated kubelet
+	// recorded (fakegpu.AnnotationGPUSight). Not observed on DRA pools:
+	// the kind node's containerd (1.6) applies no CDI spec, so a claim's
+	// devices never reach the spec there (harness-facts, kind).
+	Sight []ContainerSight
 	// Containers says what each container is doing. It is reported, never
-	// compared: whether a container sees its GPU is the NVIDIA runtime's
-	// part, which a kind node does not have (its nvidia handler is runc).
+	// compared.
 	Containers string
+}
+
+// ContainerSight is how many GPUs one container sees, and how many of
+// those are beyond its allocation.
+type ContainerSight struct {
+	Name              string
+	Sees, Unallocated int
+}
+
+func (c ContainerSight) String() string {
+	return fmt.Sprintf("%s sees %d (%d unallocated)", c.Name, c.Sees, c.Unallocated)
+}
+
+// SightOf counts one container's sight: the GPUs it sees, and those not
+// among allocated (replica IDs count as their GPU).
+func SightOf(name string, sees, allocated []string) ContainerSight {
+	c := ContainerSight{Name: name, Sees: len(sees)}
+	mine := map[string]bool{}
+	for _, a := range allocated {
+		gpu, _, _ := strings.Cut(a, "::")
+		mine[gpu] = true
+	}
+	for _, g := range sees {
+		if !mine[g] {
+			c.Unallocated++
+		}
+	}
+	return c
 }
 
 func (o Outcome) String() string {
@@ -436,15 +497,23 @@ func (o Outcome) String() string {
 		msg = fmt.Sprintf("%q", msg)
 	}
 	s := fmt.Sprintf("phase %s, reason %s, message %s, %d distinct devices", o.Phase, reason, msg, o.Devices)
+	if o.Sight != nil {
+		parts := make([]string, len(o.Sight))
+		for i, c := range o.Sight {
+			parts[i] = c.String()
+		}
+		s += "; " + strings.Join(parts, ", ")
+	}
 	if o.Containers != "" {
 		s += " (" + o.Containers + ")"
 	}
 	return s
 }
 
-// Observe is the outcome of pod, given the device IDs its containers saw.
-func Observe(p *corev1.Pod, devices []string) Outcome {
-	o := Outcome{Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message, Devices: Distinct(devices)}
+// Observe is the outcome of pod, given the device IDs its containers were
+// given and what each sees (nil: not observed).
+func Observe(p *corev1.Pod, devices []string, sight []ContainerSight) Outcome {
+	o := Outcome{Phase: p.Status.Phase, Reason: p.Status.Reason, Message: p.Status.Message, Devices: Distinct(devices), Sight: sight}
 	var parts []string
 	for _, list := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
 		for _, c := range list {
@@ -491,8 +560,30 @@ func ParseDevices(log, variable string) (ids []string, ok bool) {
 	return nil, false
 }
 
+// Logged is the value a probe container logged for variable, as printed
+// ("<unset>", or "" before the line is in).
+func Logged(log, variable string) string {
+	for _, line := range strings.Split(log, "\n") {
+		if v, found := strings.CutPrefix(strings.TrimSpace(line), variable+"="); found {
+			return v
+		}
+	}
+	return ""
+}
+
+// ParseSight reads the GPUs a probe container logged as seen
+// (nvidiaruntime.SeesLine): runtime is false when no NVIDIA runtime ran
+// it; ok is false while the line is not in the log yet.
+func ParseSight(log string) (gpus []string, runtime, ok bool) {
+	ids, ok := ParseDevices(log, nvidiaruntime.SeesLine)
+	if len(ids) == 1 && ids[0] == nvidiaruntime.NoRuntime {
+		return nil, false, ok
+	}
+	return ids, true, ok
+}
+
 // Compare judges the two outcomes of one shape: nil when phase, reason,
-// message and device count agree, else an error naming the shape, what
+// message, device count and what each container sees agree, else an error naming the shape, what
 // differs and both outcomes.
 func Compare(s Shape, real, sim Outcome) error {
 	var diff []string
@@ -507,6 +598,9 @@ func Compare(s Shape, real, sim Outcome) error {
 	}
 	if real.Devices != sim.Devices {
 		diff = append(diff, "device count")
+	}
+	if (real.Sight != nil || sim.Sight != nil) && !slices.Equal(real.Sight, sim.Sight) {
+		diff = append(diff, "what the containers see")
 	}
 	if len(diff) == 0 {
 		return nil

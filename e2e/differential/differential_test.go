@@ -58,8 +58,8 @@ func TestParseRefusesWhatIsNotAShape(t *testing.T) {
 		"bad mode":             {"a.yaml", strings.Replace(pod(""), "exclusive", "shared", 1), "sharing mode"},
 		"placement":            {"a.yaml", pod("  nodeSelector: {sku: h100}\n"), "placement"},
 		"two pods":             {"a.yaml", pod("") + "---\n" + pod(""), "second Pod"},
-		"no gpu":               {"a.yaml", strings.Replace(pod(""), "gpupool.dev/pool-resource", "cpu", 1), "a shape is a GPU pod"},
-		"other kind":           {"a.yaml", "# x\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n", "ConfigMap"},
+		"other kind":           {"a.yaml", "# x\napiVersion: v1\nkind: Secret\nmetadata: {name: x}\n", "Secret"},
+		"configmap namespace":  {"a.yaml", "# x\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: y}\n---\n" + pod(""), "namespace is the harness's"},
 		"name":                 {"a.yaml", strings.Replace(pod(""), "metadata:\n", "metadata:\n  name: b\n", 1), "named by its file"},
 		"bad file name":        {"A_b.yaml", pod(""), "DNS label"},
 		"unknown fields":       {"a.yaml", pod("  colour: blue\n"), "colour"},
@@ -104,7 +104,7 @@ spec:
 	}
 	pool, domain := sharedPool()
 	p := s.PodFor(Target{Side: SideSim, Check: "kubelet.simulator-agrees", Namespace: "tenant-a", Pool: pool, Domain: domain,
-		Node: "kwok-l4-0", Resource: "nvidia.com/gpu.shared", Image: "img@sha256:0", Variable: "NVIDIA_VISIBLE_DEVICES"})
+		Node: "kwok-l4-0", Resource: "nvidia.com/gpu.shared", Image: "img@sha256:0", Variables: []string{"FAKEGPU_DEVICE_IDS", "NVIDIA_VISIBLE_DEVICES"}})
 	if p.Name != "init-sidecar-sim" || p.Namespace != "tenant-a" {
 		t.Errorf("pod %s/%s, want tenant-a/init-sidecar-sim", p.Namespace, p.Name)
 	}
@@ -138,7 +138,7 @@ spec:
 			t.Errorf("container %s limits %v, want 1 nvidia.com/gpu.shared", c.Name, c.Resources.Limits)
 		}
 	}
-	want := map[string]string{"init": "probe-once NVIDIA_VISIBLE_DEVICES", "sidecar": "probe NVIDIA_VISIBLE_DEVICES", "main": "probe NVIDIA_VISIBLE_DEVICES"}
+	want := map[string]string{"init": "probe-once FAKEGPU_DEVICE_IDS NVIDIA_VISIBLE_DEVICES", "sidecar": "probe FAKEGPU_DEVICE_IDS NVIDIA_VISIBLE_DEVICES", "main": "probe FAKEGPU_DEVICE_IDS NVIDIA_VISIBLE_DEVICES"}
 	for name, a := range want {
 		if args[name] != a {
 			t.Errorf("container %s runs %q, want %q (an init container must exit, the others keep running)", name, args[name], a)
@@ -266,8 +266,27 @@ func TestObserveReportsContainersWithoutComparingThem(t *testing.T) {
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}}},
 		ContainerStatuses:     []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}}},
 	}}
-	o := Observe(p, []string{"GPU-a", "GPU-a"})
+	o := Observe(p, []string{"GPU-a", "GPU-a"}, nil)
 	if o.Devices != 1 || o.Phase != corev1.PodRunning || o.Containers != "init terminated: Completed; main waiting: CrashLoopBackOff" {
 		t.Errorf("Observe = %+v", o)
+	}
+}
+
+func TestSightIsCompared(t *testing.T) {
+	if got, want := SightOf("main", []string{"GPU-a", "GPU-b"}, []string{"GPU-a::1"}), (ContainerSight{"main", 2, 1}); got != want {
+		t.Errorf("SightOf = %+v, want %+v", got, want)
+	}
+	log := "FAKEGPU_DEVICE_IDS=GPU-a\nfakegpu-sees=<no NVIDIA runtime>\n"
+	if gpus, runtime, ok := ParseSight(log); len(gpus) != 0 || runtime || !ok {
+		t.Errorf("ParseSight(%q) = %v, %v, %v; want none, no runtime, ok", log, gpus, runtime, ok)
+	}
+	run := Outcome{Phase: corev1.PodRunning, Sight: []ContainerSight{{"main", 1, 0}}}
+	sees := run
+	sees.Sight = []ContainerSight{{"main", 2, 1}}
+	if err := Compare(Shape{Name: "s"}, run, sees); err == nil || !strings.Contains(err.Error(), "what the containers see") {
+		t.Errorf("Compare of different sight = %v, want a disagreement on what the containers see", err)
+	}
+	if err := Compare(Shape{Name: "s"}, run, run); err != nil {
+		t.Errorf("Compare of the same sight: %v", err)
 	}
 }

@@ -56,12 +56,14 @@ func RunID() string {
 }
 
 // Own labels an object the run creates, so the run's cleanup finds it.
-func Own(m *metav1.ObjectMeta) {
-	if m.Labels == nil {
-		m.Labels = map[string]string{}
+func Own(o metav1.Object) {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
 	}
-	m.Labels[LabelRun] = RunID()
-	m.Labels[fleet.LabelManagedBy] = fleet.ManagedBy
+	labels[LabelRun] = RunID()
+	labels[fleet.LabelManagedBy] = fleet.ManagedBy
+	o.SetLabels(labels)
 }
 
 // RemoveOwned deletes from the cluster every object labelled with the run

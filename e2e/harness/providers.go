@@ -13,6 +13,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/versions"
 	"github.com/gpupool/gpupool/fakegpu"
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 // Provider is a cluster provider as the CLI drives it.
@@ -75,9 +76,11 @@ func KindProvider(name string) (*cluster.Kind, error) {
 		KubeVersion:      versions.Kube,
 		KwokVersion:      versions.Kwok,
 		StateDir:         dirs.StateDir(),
-		RuntimeHandlers:  []string{fakegpu.RuntimeHandler},
-		KwokImage:        images["kwok"],
-		RoleImages:       map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
+		// The nvidia handler runs the fake NVIDIA runtime the fake device
+		// plugin installs where the toolkit would.
+		RuntimeHandlers: []cluster.RuntimeHandler{{Name: fakegpu.RuntimeHandler, BinaryName: filepath.Join(nvidiaruntime.InstallDir, nvidiaruntime.Binary)}},
+		KwokImage:       images["kwok"],
+		RoleImages:      map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
 	})
 }
 

@@ -345,7 +345,7 @@ func (d *Driver) writeCDISpec(uid types.UID, devices []fakegpu.DRAPrepared) erro
 	// versions they do not know.
 	spec := cdispec.Spec{Version: "0.6.0", Kind: "k8s.gpu.nvidia.com/claim"}
 	for _, dev := range devices {
-		env := "FAKEGPU_DRA_DEVICE_" + notEnvChar.ReplaceAllString(strings.ToUpper(dev.Device), "_") + "=" + d.published[dev.Device]
+		env := fakegpu.EnvDRADevicePrefix + notEnvChar.ReplaceAllString(strings.ToUpper(dev.Device), "_") + "=" + d.published[dev.Device]
 		spec.Devices = append(spec.Devices, cdispec.Device{Name: string(uid) + "-" + dev.Device, ContainerEdits: cdispec.ContainerEdits{Env: []string{env}}})
 	}
 	data, err := json.MarshalIndent(spec, "", "  ")

@@ -16,6 +16,11 @@ type Plan struct {
 	Resources map[string]Resource
 	// Down says why nothing is served ("" when the plugin serves).
 	Down string
+	// GPUs are the node's devices as the NVIDIA runtime names them, and
+	// Runtime the toolkit settings it decides with (the ClusterPolicy's):
+	// what the node's fake runtime reads (nvidiaruntime.NodeConfig).
+	GPUs    fakegpu.NodeGPUs
+	Runtime fakegpu.RuntimeSettings
 }
 
 // Resource is one extended resource the plugin serves.
@@ -31,6 +36,11 @@ type Resource struct {
 	// one of these devices (a shared resource under the device-plugin
 	// config's failRequestsGreaterThanOne).
 	FailRequestsGreaterThanOne bool
+	// Policy decides what Allocate answers (the device list and ID
+	// strategies, access §3.2), GPUs are the node's UUIDs by index; a nil
+	// Policy answers with the variable alone.
+	Policy *fakegpu.ClusterPolicySettings
+	GPUs   []string
 }
 
 // ResourceNames lists the served resources, sorted.
@@ -67,7 +77,10 @@ func PlanFor(node string, stack *fakegpu.Stack, labels, annotations map[string]s
 	// No error here: a config error already made Desired report PluginDown.
 	cfg, _ := stack.DevicePluginConfigFor(labels)
 	shared := cfg.SharedReplicas()
-	out := Plan{Resources: map[string]Resource{}}
+	out := Plan{Resources: map[string]Resource{}, GPUs: fakegpu.NodeGPUsOf(node, inv.Count, d.Capacity)}
+	if stack.Policy != nil {
+		out.Runtime = fakegpu.RuntimeSettings{Toolkit: stack.Policy.Toolkit, CDIEnabled: stack.Policy.CDIEnabled}
+	}
 	for name, count := range d.Capacity {
 		if count <= 0 {
 			continue
@@ -78,6 +91,8 @@ func PlanFor(node string, stack *fakegpu.Stack, labels, annotations map[string]s
 			Replicas:                   replicas,
 			Unhealthy:                  d.Unhealthy[name],
 			FailRequestsGreaterThanOne: replicas > 1 && cfg.FailsRequestsGreaterThanOne(),
+			Policy:                     stack.Policy,
+			GPUs:                       out.GPUs.GPUs,
 		}
 	}
 	return out

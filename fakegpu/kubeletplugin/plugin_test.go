@@ -486,8 +486,14 @@ func TestAllocateSharedOverOne(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Allocate of 2 replicas: %v", err)
 				}
-				if got, want := resp.ContainerResponses[0].Envs[EnvVisibleDevices], ids[0]+","+ids[1]; got != want {
-					t.Errorf("%s = %q, want %q", EnvVisibleDevices, got, want)
+				// The runtime is handed the GPU once, its replica suffix
+				// stripped (access §3.2); the fake's own record keeps both.
+				physical, _, _ := strings.Cut(ids[0], "::")
+				if got := resp.ContainerResponses[0].Envs[EnvVisibleDevices]; got != physical {
+					t.Errorf("%s = %q, want %q", EnvVisibleDevices, got, physical)
+				}
+				if got, want := resp.ContainerResponses[0].Envs[EnvDeviceIDs], ids[0]+","+ids[1]; got != want {
+					t.Errorf("%s = %q, want %q", EnvDeviceIDs, got, want)
 				}
 				return
 			}
@@ -639,5 +645,43 @@ func TestPlanNotAGPUNode(t *testing.T) {
 	plan = PlanFor(testNode, nil, nil, gpuNode("l4", 1))
 	if !strings.Contains(plan.Down, "ClusterPolicy") {
 		t.Errorf("no GPU Operator config: Down = %q, want it to name the ClusterPolicy", plan.Down)
+	}
+}
+
+// Allocate answers as the real plugin does under each list strategy
+// (access §3.2): the runtime reads what the strategy puts there.
+func TestAllocateFollowsTheListStrategy(t *testing.T) {
+	ids := []string{"GPU-a::0", "GPU-a::1", "GPU-b::0"}
+	for _, tc := range []struct {
+		strategy   string
+		env        string
+		mounts     []string
+		annotation bool
+	}{
+		{"envvar", "GPU-a,GPU-b", nil, false},
+		{"volume-mounts", fakegpu.VolumeMountDir, []string{fakegpu.VolumeMountDir + "/GPU-a", fakegpu.VolumeMountDir + "/GPU-b"}, false},
+		{"cdi-annotations", "", nil, true},
+	} {
+		policy := &fakegpu.ClusterPolicySettings{DevicePluginEnv: map[string]string{"DEVICE_LIST_STRATEGY": tc.strategy}}
+		got := answer(Resource{Policy: policy, GPUs: []string{"GPU-a", "GPU-b"}}, ids)
+		if got.Envs[EnvVisibleDevices] != tc.env {
+			t.Errorf("%s: %s = %q, want %q", tc.strategy, EnvVisibleDevices, got.Envs[EnvVisibleDevices], tc.env)
+		}
+		if got.Envs[EnvDeviceIDs] != strings.Join(ids, ",") {
+			t.Errorf("%s: %s = %q, want the IDs Allocate was given", tc.strategy, EnvDeviceIDs, got.Envs[EnvDeviceIDs])
+		}
+		var mounts []string
+		for _, m := range got.Mounts {
+			if m.HostPath != "/dev/null" || !m.ReadOnly {
+				t.Errorf("%s: mount %+v, want /dev/null read-only", tc.strategy, m)
+			}
+			mounts = append(mounts, m.ContainerPath)
+		}
+		if strings.Join(mounts, " ") != strings.Join(tc.mounts, " ") {
+			t.Errorf("%s: mounts %q, want %q", tc.strategy, mounts, tc.mounts)
+		}
+		if (len(got.Annotations) > 0) != tc.annotation {
+			t.Errorf("%s: annotations %v", tc.strategy, got.Annotations)
+		}
 	}
 }

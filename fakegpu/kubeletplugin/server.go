@@ -23,6 +23,11 @@ import (
 // pick the GPUs a container sees (the plugin's envvar strategy).
 const EnvVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 
+// EnvDeviceIDs is the fake plugin's own variable, not NVIDIA's: the
+// device IDs Allocate was given, which the kind-only checks read from
+// their probe containers whatever the list strategy hides them in.
+const EnvDeviceIDs = "FAKEGPU_DEVICE_IDS"
+
 // SocketName is the socket the plugin serves resource on, in the kubelet's
 // device-plugin directory: one per resource, as the real plugin does, with
 // a fakegpu- prefix so it never takes the real plugin's nvidia-*.sock.
@@ -235,8 +240,10 @@ func (p *devicePlugin) GetPreferredAllocation(_ context.Context, req *pluginapi.
 	return out, nil
 }
 
-// Allocate gives each container the devices the kubelet picked, through
-// NVIDIA_VISIBLE_DEVICES. A plain error reaches the kubelet as gRPC code
+// Allocate gives each container the devices the kubelet picked as the
+// real plugin does under the ClusterPolicy's strategies (the variable,
+// /dev/null mounts, CDI names; access §3.2), and records the IDs in
+// EnvDeviceIDs. A plain error reaches the kubelet as gRPC code
 // Unknown, and the kubelet fails the pod with UnexpectedAdmissionError.
 func (p *devicePlugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
 	res, _ := p.s.current()
@@ -255,11 +262,40 @@ func (p *devicePlugin) Allocate(_ context.Context, req *pluginapi.AllocateReques
 		if res.FailRequestsGreaterThanOne && len(ids) > 1 {
 			return nil, fakegpu.SharedRequestTooLarge(p.s.resource, int64(len(ids)))
 		}
-		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{EnvVisibleDevices: strings.Join(ids, ",")},
-		})
+		out.ContainerResponses = append(out.ContainerResponses, answer(res, ids))
 	}
 	return out, nil
+}
+
+// answer is one container's Allocate response for ids.
+func answer(res Resource, ids []string) *pluginapi.ContainerAllocateResponse {
+	out := &pluginapi.ContainerAllocateResponse{Envs: map[string]string{EnvDeviceIDs: strings.Join(ids, ",")}}
+	if res.Policy == nil {
+		out.Envs[EnvVisibleDevices] = strings.Join(ids, ",")
+		return out
+	}
+	a := res.Policy.Allocate(ids, res.GPUs)
+	for _, e := range a.Env {
+		out.Envs[e.Name] = e.Value
+	}
+	for _, m := range a.Mounts {
+		out.Mounts = append(out.Mounts, &pluginapi.Mount{HostPath: m.Source, ContainerPath: m.Destination, ReadOnly: true})
+	}
+	for _, d := range a.CDI {
+		out.CdiDevices = append(out.CdiDevices, &pluginapi.CDIDevice{Name: d})
+	}
+	if len(a.CDIAnnotations) > 0 {
+		// One annotation naming every device (access §3.2); the prefix is
+		// CDI_ANNOTATION_PREFIX, cdi.k8s.io/ unless the Operator sets it
+		// (access §4).
+		prefix := res.Policy.DevicePluginEnv["CDI_ANNOTATION_PREFIX"]
+		if prefix == "" {
+			prefix = "cdi.k8s.io/"
+		}
+		first, _, _ := strings.Cut(ids[0], "::")
+		out.Annotations = map[string]string{prefix + "nvidia-device-plugin_" + first: strings.Join(a.CDIAnnotations, ",")}
+	}
+	return out
 }
 
 func (p *devicePlugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {

@@ -25,6 +25,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 	"github.com/gpupool/gpupool/fakegpu/kubeletplugin"
+	"github.com/gpupool/gpupool/fakegpu/nvidiaruntime"
 )
 
 // TestKubeletSimulatorAgrees is the differential test: each pod shape of
@@ -115,7 +116,7 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 		}()
 	}
 	target := differential.Target{Check: d.check, Namespace: e.ns, Pool: e.pool, Domain: e.domain,
-		Resource: e.resource, Image: e.image, Variable: kubeletplugin.EnvVisibleDevices}
+		Resource: e.resource, Image: e.image, Variables: []string{kubeletplugin.EnvDeviceIDs, kubeletplugin.EnvVisibleDevices}}
 	if len(s.ClaimTemplates) > 0 {
 		if target.Class, err = r.DeviceClassMapping(ctx, e.resource); err != nil {
 			return fmt.Errorf("the shape's claims ask the DeviceClass that maps %s: %w", e.resource, err)
@@ -124,15 +125,20 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 	// The templates are the shape's, shared by both sides: each pod gets
 	// claims of its own from them.
 	for _, tmpl := range s.ClaimTemplatesFor(target) {
-		harness.Own(&tmpl.ObjectMeta)
-		if _, err := r.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating the shape's ResourceClaimTemplate %s/%s: %w", tmpl.Namespace, tmpl.Name, err)
+		api := r.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace)
+		remove, err := createForShape(ctx, t, "ResourceClaimTemplate", tmpl, api.Create, api.Delete)
+		if err != nil {
+			return err
 		}
-		defer func() {
-			if err := r.Client.ResourceV1().ResourceClaimTemplates(tmpl.Namespace).Delete(context.WithoutCancel(ctx), tmpl.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("removing the shape's ResourceClaimTemplate %s/%s: %v", tmpl.Namespace, tmpl.Name, err)
-			}
-		}()
+		defer remove()
+	}
+	for _, cm := range s.ConfigMapsFor(target) {
+		api := r.Client.CoreV1().ConfigMaps(cm.Namespace)
+		remove, err := createForShape(ctx, t, "ConfigMap", cm, api.Create, api.Delete)
+		if err != nil {
+			return err
+		}
+		defer remove()
 	}
 	realT, simT := target, target
 	realT.Side, realT.Node = differential.SideReal, e.node
@@ -181,6 +187,22 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 	}
 	t.Logf("%s agrees: real kubelet on %s: %s; simulated kubelet on %s: %s", s.Name, e.node, realOut, node, simOut)
 	return nil
+}
+
+// createForShape creates one of a shape's namespaced objects, owned by
+// gpupool, and returns what removes it after the shape.
+func createForShape[T metav1.Object](ctx context.Context, t *testing.T, kind string, obj T,
+	create func(context.Context, T, metav1.CreateOptions) (T, error), del func(context.Context, string, metav1.DeleteOptions) error) (func(), error) {
+	harness.Own(obj)
+	where := obj.GetNamespace() + "/" + obj.GetName()
+	if _, err := create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating the shape's %s %s: %w", kind, where, err)
+	}
+	return func() {
+		if err := del(context.WithoutCancel(ctx), obj.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing the shape's %s %s: %v", kind, where, err)
+		}
+	}, nil
 }
 
 // join has the real node in the fleet's first pool of mode (a fleet
@@ -332,10 +354,11 @@ func sameFreeCapacity(ctx context.Context, r *harness.Run, e *enlisted, kwok str
 }
 
 // realOutcome waits for the real kubelet's verdict on pod: rejected at
-// admission, or running with each container's devices in its log (on a
-// DRA pool also the CDI devices the DRA plugin prepared, which it records
-// on the pod before the kubelet starts a container; a device plugin may
-// serve there too, and then the log has its devices).
+// admission, or running with each container's devices and what the fake
+// NVIDIA runtime let it see in its log (on a DRA pool also the CDI devices
+// the DRA plugin prepared, which it records on the pod before the kubelet
+// starts a container; a device plugin may serve there too, and then the
+// log has its devices).
 func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
 	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be admitted and run, or be rejected, by the real kubelet (phase Running or Failed)", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 		return p.Status.Phase != corev1.PodPending && p.Status.Phase != "", expect.Describe(p)
@@ -344,47 +367,59 @@ func realOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool)
 		return differential.Outcome{}, err
 	}
 	if p.Status.Phase != corev1.PodRunning {
-		return differential.Observe(p, nil), nil
+		return differential.Observe(p, nil, nil), nil
 	}
 	var devices []string
 	if dra {
 		devices = splitIDs(p.Annotations[fakegpu.AnnotationCDIDevices])
 	}
+	var sight []differential.ContainerSight
+	var env []string
 	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
-		ids, err := containerDevices(ctx, r, p, c.Name)
+		ids, sees, logged, err := containerProbe(ctx, r, p, c.Name)
 		if err != nil {
 			return differential.Outcome{}, err
 		}
+		env = append(env, fmt.Sprintf("%s %s=%s", c.Name, kubeletplugin.EnvVisibleDevices, logged))
 		devices = append(devices, ids...)
+		if !dra {
+			sight = append(sight, differential.SightOf(c.Name, sees, ids))
+		}
 	}
 	// The log lines are in: what the pod shows now is what it ran with.
 	if p, err = r.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
 		return differential.Outcome{}, err
 	}
-	return differential.Observe(p, devices), nil
+	o := differential.Observe(p, devices, sight)
+	// Reported, not compared: the value that won the env merge (access
+	// §1.9) as the runtime read it.
+	o.Containers += "; " + strings.Join(env, ", ")
+	return o, nil
 }
 
-// containerDevices reads the devices one probe container was given from
-// its log (an init container's log stays readable after it exits).
-func containerDevices(ctx context.Context, r *harness.Run, p *corev1.Pod, container string) ([]string, error) {
-	v := kubeletplugin.EnvVisibleDevices
-	var ids []string
-	err := wait.For(ctx, fmt.Sprintf("container %s of pod %s/%s to log %s", container, p.Namespace, p.Name, v), harness.RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
+// containerProbe reads from one probe container's log the devices it was
+// given, the GPUs it sees and its NVIDIA_VISIBLE_DEVICES (an init
+// container's log stays readable after it exits).
+func containerProbe(ctx context.Context, r *harness.Run, p *corev1.Pod, container string) (ids, sees []string, visible string, err error) {
+	v := kubeletplugin.EnvDeviceIDs
+	err = wait.For(ctx, fmt.Sprintf("container %s of pod %s/%s to log %s and %s", container, p.Namespace, p.Name, v, nvidiaruntime.SeesLine), harness.RealNodeTimeout, func(ctx context.Context) (bool, string, error) {
 		b, err := r.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		var ok bool
-		ids, ok = differential.ParseDevices(string(b), v)
-		return ok, fmt.Sprintf("log so far: %q", string(b)), nil
+		var ok1, ok2 bool
+		ids, ok1 = differential.ParseDevices(string(b), v)
+		sees, _, ok2 = differential.ParseSight(string(b))
+		visible = differential.Logged(string(b), kubeletplugin.EnvVisibleDevices)
+		return ok1 && ok2, fmt.Sprintf("log so far: %q", string(b)), nil
 	})
-	return ids, err
+	return ids, sees, visible, err
 }
 
 // simOutcome waits for the simulated kubelet's verdict on pod: rejected
-// (phase Failed), or running with its devices recorded on the pod (on a
-// DRA pool also the CDI devices it prepared, where a device plugin may
-// serve too).
+// (phase Failed), or running with its devices and what each container
+// sees recorded on the pod (on a DRA pool also the CDI devices it
+// prepared, where a device plugin may serve too).
 func simOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) (differential.Outcome, error) {
 	records := []string{fakegpu.AnnotationVisibleDevices}
 	if dra {
@@ -396,15 +431,45 @@ func simOutcome(ctx context.Context, r *harness.Run, pod *corev1.Pod, dra bool) 
 		}
 		return ids
 	}
-	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+strings.Join(records, " or ")+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
+	gpuPod := asksForGPU(pod)
+	p, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "be judged by the simulated kubelet (phase Failed, or Running with its devices in "+strings.Join(records, " or ")+" and its containers' sight in "+fakegpu.AnnotationGPUSight+")", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
+		_, judged, _ := fakegpu.DecodePodSight(p.Annotations)
 		done := p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded ||
-			(p.Status.Phase == corev1.PodRunning && len(held(p)) > 0)
-		return done, expect.Describe(p) + ", devices " + orUnset(strings.Join(held(p), ","))
+			(p.Status.Phase == corev1.PodRunning && (len(held(p)) > 0 || !gpuPod) && judged)
+		return done, fmt.Sprintf("%s, devices %s, sight recorded %v", expect.Describe(p), orUnset(strings.Join(held(p), ",")), judged)
 	})
 	if err != nil {
 		return differential.Outcome{}, err
 	}
-	return differential.Observe(p, held(p)), nil
+	if p.Status.Phase != corev1.PodRunning || dra {
+		return differential.Observe(p, held(p), nil), nil
+	}
+	ps, _, err := fakegpu.DecodePodSight(p.Annotations)
+	if err != nil {
+		return differential.Outcome{}, err
+	}
+	var sight []differential.ContainerSight
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		cs := ps[c.Name]
+		sight = append(sight, differential.SightOf(c.Name, cs.Sees, cs.Allocated))
+	}
+	return differential.Observe(p, held(p), sight), nil
+}
+
+// asksForGPU reports whether pod asks for a GPU (a limit of nvidia.com/ or
+// a claim): a pod that does not holds no devices to wait for.
+func asksForGPU(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for name := range c.Resources.Limits {
+			if strings.HasPrefix(string(name), fakegpu.LabelPrefix) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func splitIDs(v string) []string {

@@ -39,12 +39,12 @@ func TestKubeletPreparesDRAClaims(t *testing.T) {
 			}
 			claimPod := workload.New(c.ID, e.ns, "dra-claim").ForPool(e.pool, e.domain).RuntimeClass(workload.RuntimeClass).
 				ClaimFromTemplate("gpu", tmpl.Name).NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
-				Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
+				Image(e.image).Args("probe", kubeletplugin.EnvDeviceIDs).Pod
 			limitPod := e.probePod(c.ID, "dra-limit", 1)
 			// The class's own extended resource: another way a tenant asks.
 			implicitPod := workload.New(c.ID, e.ns, "dra-implicit").ForPool(e.pool, e.domain).GPU(workload.ImplicitDeviceClassResource(class), 1).
 				NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
-				Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
+				Image(e.image).Args("probe", kubeletplugin.EnvDeviceIDs).Pod
 			uuids, err := draUUIDs(ctx, r, e.node)
 			if err != nil {
 				t.Fatal(err)
@@ -177,7 +177,7 @@ func heldGPUs(ctx context.Context, r *harness.Run, pod *corev1.Pod, uuids map[st
 	if err != nil {
 		return nil, err
 	}
-	env, err := loggedVariable(ctx, r, pod, kubeletplugin.EnvVisibleDevices)
+	env, err := loggedVariable(ctx, r, pod, kubeletplugin.EnvDeviceIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func heldGPUs(ctx context.Context, r *harness.Run, pod *corev1.Pod, uuids map[st
 	}
 	ids := p.Annotations[fakegpu.AnnotationCDIDevices]
 	if ids == "" {
-		return gpus, fmt.Errorf("pod %s runs on %s of a DRA pool with no device prepared by the DRA kubelet plugin (%s %q, %s=%q): the kubelet served it through a device plugin", pod.Name, p.Spec.NodeName, fakegpu.AnnotationCDIDevices, ids, kubeletplugin.EnvVisibleDevices, env)
+		return gpus, fmt.Errorf("pod %s runs on %s of a DRA pool with no device prepared by the DRA kubelet plugin (%s %q, %s=%q): the kubelet served it through a device plugin", pod.Name, p.Spec.NodeName, fakegpu.AnnotationCDIDevices, ids, kubeletplugin.EnvDeviceIDs, env)
 	}
 	for _, id := range strings.Split(ids, ",") {
 		_, dev, ok := fakegpu.CDIDevice(id)

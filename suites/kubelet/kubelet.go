@@ -81,7 +81,7 @@ func (e *enlisted) leave(ctx context.Context, t *testing.T) {
 func (e *enlisted) probePod(check, name string, n int64) *corev1.Pod {
 	return workload.New(check, e.ns, name).ForPool(e.pool, e.domain).GPU(e.resource, n).
 		NodeSelector(map[string]string{"kubernetes.io/hostname": e.node}).
-		Image(e.image).Args("probe", kubeletplugin.EnvVisibleDevices).Pod
+		Image(e.image).Args("probe", kubeletplugin.EnvDeviceIDs).Pod
 }
 
 func TestKubeletRejectsSharedRequestOverOne(t *testing.T) {
@@ -158,12 +158,12 @@ func visibleDevices(ctx context.Context, r *harness.Run, pod *corev1.Pod) ([]str
 	}); err != nil {
 		return nil, err
 	}
-	v, err := loggedVariable(ctx, r, pod, kubeletplugin.EnvVisibleDevices)
+	v, err := loggedVariable(ctx, r, pod, kubeletplugin.EnvDeviceIDs)
 	if err != nil {
 		return nil, err
 	}
 	if v == "" {
-		return nil, fmt.Errorf("pod %s/%s runs without %s: the kubelet gave it no device from the plugin", pod.Namespace, pod.Name, kubeletplugin.EnvVisibleDevices)
+		return nil, fmt.Errorf("pod %s/%s runs without %s: the kubelet gave it no device from the plugin", pod.Namespace, pod.Name, kubeletplugin.EnvDeviceIDs)
 	}
 	return strings.Split(v, ","), nil
 }
