@@ -17,7 +17,10 @@ type NodeObservation struct {
 	Name        string
 	Labels      map[string]string
 	Annotations map[string]string
-	Now         time.Time
+	// Capacity is the node's nvidia.com capacity as its kubelet last
+	// published it: the resources a device plugin registered before.
+	Capacity map[string]int64
+	Now      time.Time
 }
 
 // NodeDesired is what the simulated stack wants the node to look like.
@@ -27,12 +30,16 @@ type NodeDesired struct {
 	// GFD or MIG-state labels it no longer publishes.
 	Labels map[string]string
 	Remove []string
-	// Capacity and Allocatable of nvidia.com resources; a resource the node
-	// had and that is absent here is removed.
+	// Served is what the device plugin serves (empty while it is down).
+	// Capacity and Allocatable are the nvidia.com resources the kubelet
+	// publishes from it (KubeletResources); a resource the node had and
+	// that is absent here is removed.
+	Served                map[string]int64
 	Capacity, Allocatable map[string]int64
 	// Annotations the controller keeps on the node ("" value: delete).
 	Annotations map[string]string
-	// RequeueAfter > 0: reconcile again then (MIG reconfiguration in progress).
+	// RequeueAfter > 0: reconcile again then (MIG reconfiguration in
+	// progress, or a stopped plugin's capacity about to drop).
 	RequeueAfter time.Duration
 	// LayoutChanged: the GPUs were repartitioned; GPU pods bound to the
 	// node lost their devices.
@@ -94,8 +101,7 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 			p.set(k, v)
 		}
 	}
-	d.Capacity = res.Resources
-	d.Allocatable = copyMap(res.Resources)
+	d.Served = res.Resources
 	switch dp := p.labels[LabelDeployDevicePlugin]; {
 	case res.Err != nil:
 		d.PluginDown = res.Err.Error()
@@ -106,20 +112,19 @@ func (s *Stack) Desired(inv NodeInventory, obs NodeObservation, reconfigureDelay
 	case obs.Annotations[AnnotationDevicePlugin] == DevicePluginDown:
 		d.PluginDown = "the device plugin pod on this node is down (" + AnnotationDevicePlugin + "=down)"
 	}
-	_, draNode, _ := DRAConfigFor(obs.Annotations)
-	switch {
-	case draNode && p.labels[LabelDeployDevicePlugin] != "true":
-		// A node whose GPUs the DRA driver serves and whose device plugin
-		// is not deployed never had the plugin register: the kubelet shows
-		// none of its resources (dra-facts §3: the node offers none, so
-		// DRA serves a mapped name there).
-		d.Capacity, d.Allocatable = map[string]int64{}, map[string]int64{}
-	case d.PluginDown != "":
-		// The kubelet keeps a resource whose plugin went away in capacity
-		// and drops its allocatable to 0.
-		for k := range d.Allocatable {
-			d.Allocatable[k] = 0
-		}
+	if d.PluginDown != "" {
+		d.Served = map[string]int64{}
+	}
+	// The kubelet keeps what a plugin registered before (kubelet-facts §3):
+	// a resource no longer served stays in capacity with 0 allocatable for
+	// a grace period, then at capacity 0; one never registered (a DRA
+	// node's, whose plugin never ran) is absent.
+	var stopped map[string]time.Time
+	var requeue time.Duration
+	d.Capacity, d.Allocatable, stopped, requeue = KubeletResources(d.Served, obs.Capacity, DecodePluginStopped(obs.Annotations[AnnotationPluginStopped]), obs.Now)
+	d.Annotations[AnnotationPluginStopped] = EncodePluginStopped(stopped)
+	if requeue > 0 && (d.RequeueAfter == 0 || requeue < d.RequeueAfter) {
+		d.RequeueAfter = requeue
 	}
 	d.Annotations[AnnotationPluginError] = d.PluginDown
 	d.Annotations[AnnotationUnhealthyDevices], d.Annotations[AnnotationXidError] = "", ""

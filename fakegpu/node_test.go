@@ -545,12 +545,15 @@ func TestMIGManagerDaemonSetSelectsItsDeployLabel(t *testing.T) {
 	}
 }
 
-// A crashed or undeployed plugin: allocatable 0, capacity kept. (The doc covers the
-// kubelet's capacity only for unhealthy devices, facts §2 "Device health" k8s manager.go
-// GetCapacity; keeping capacity for a plugin that went away is the simulator's reading.)
+// A crashed or undeployed plugin whose resource the kubelet had
+// registered: allocatable 0 at once, capacity kept for
+// EndpointStopGracePeriod, then 0 with the key kept; a resource never
+// registered is absent (kubelet-facts §3).
 func TestDesiredPluginDown(t *testing.T) {
 	s := migStack(t)
 	inv := NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 8}
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	registered := map[string]int64{ResourceGPU: 8}
 	for name, obs := range map[string]NodeObservation{
 		"annotation down":    {Labels: map[string]string{LabelMIGConfig: "all-disabled"}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled", AnnotationDevicePlugin: DevicePluginDown}},
 		"deploy label false": {Labels: map[string]string{LabelMIGConfig: "all-disabled", LabelDeployDevicePlugin: "false"}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled"}},
@@ -558,10 +561,54 @@ func TestDesiredPluginDown(t *testing.T) {
 		// new run: the manager does not restore them on its own
 		"deploy label left paused": {Labels: map[string]string{LabelMIGConfig: "all-disabled", LabelDeployDevicePlugin: PausedForMIGChange}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled"}},
 	} {
+		never := s.Desired(inv, obs, time.Second)
+		if _, ok := never.Capacity[ResourceGPU]; ok || never.PluginDown == "" {
+			t.Errorf("%s, never registered: want %s absent and a reason, got %v / %q", name, ResourceGPU, never.Capacity, never.PluginDown)
+		}
+		obs.Capacity, obs.Now = registered, t0
 		d := s.Desired(inv, obs, time.Second)
 		if d.Capacity[ResourceGPU] != 8 || d.Allocatable[ResourceGPU] != 0 || d.PluginDown == "" {
 			t.Errorf("%s: want capacity 8, allocatable 0 and a reason, got %v / %v / %q", name, d.Capacity, d.Allocatable, d.PluginDown)
 		}
+		if d.RequeueAfter != EndpointStopGracePeriod {
+			t.Errorf("%s: requeue after %s, want %s (when the capacity drops)", name, d.RequeueAfter, EndpointStopGracePeriod)
+		}
+		// The memory is on the node; past the grace period capacity is 0
+		// and the key stays.
+		obs.Annotations = maps.Clone(obs.Annotations)
+		obs.Annotations[AnnotationPluginStopped] = d.Annotations[AnnotationPluginStopped]
+		obs.Now = t0.Add(EndpointStopGracePeriod)
+		late := s.Desired(inv, obs, time.Second)
+		if q, ok := late.Capacity[ResourceGPU]; !ok || q != 0 || late.Allocatable[ResourceGPU] != 0 {
+			t.Errorf("%s, after %s: want capacity 0 kept as a key, allocatable 0, got %v / %v", name, EndpointStopGracePeriod, late.Capacity, late.Allocatable)
+		}
+	}
+}
+
+// A resource the plugin stops serving while it serves others (a MIG
+// layout change): the old profile stays in capacity with 0 allocatable;
+// served again, it is as served and the memory of it goes.
+func TestKubeletResourcesRemembersWhatItRegistered(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	served := map[string]int64{"nvidia.com/mig-2g.20gb": 3}
+	registered := map[string]int64{"nvidia.com/mig-1g.10gb": 7, "nvidia.com/mig-2g.20gb": 3}
+	capacity, alloc, stopped, requeue := KubeletResources(served, registered, nil, t0)
+	if capacity["nvidia.com/mig-1g.10gb"] != 7 || alloc["nvidia.com/mig-1g.10gb"] != 0 || alloc["nvidia.com/mig-2g.20gb"] != 3 {
+		t.Errorf("capacity %v, allocatable %v: want the old profile kept at 7 with 0 allocatable", capacity, alloc)
+	}
+	if !stopped["nvidia.com/mig-1g.10gb"].Equal(t0) || requeue != EndpointStopGracePeriod {
+		t.Errorf("stopped %v, requeue %s", stopped, requeue)
+	}
+	back := map[string]int64{"nvidia.com/mig-1g.10gb": 7}
+	capacity, alloc, stopped, _ = KubeletResources(back, map[string]int64{"nvidia.com/mig-1g.10gb": 7}, stopped, t0.Add(time.Minute))
+	if alloc["nvidia.com/mig-1g.10gb"] != 7 || len(stopped) != 0 {
+		t.Errorf("served again: allocatable %v, memory %v; want as served, no memory", alloc, stopped)
+	}
+	if got := DecodePluginStopped(EncodePluginStopped(map[string]time.Time{"x": t0})); !got["x"].Equal(t0) {
+		t.Errorf("the memory does not survive its annotation: %v", got)
+	}
+	if len(DecodePluginStopped("{not json")) != 0 {
+		t.Error("an unreadable memory must read as none")
 	}
 }
 

@@ -373,29 +373,34 @@ func TestKilledRunIsCleanedByTheNext(t *testing.T) {
 	assert.Empty(t, kubeconfigs, "the killed run's temp kubeconfig is removed with its cluster")
 }
 
+// 'gpupool down' beside a live run leaves its cluster running and says so;
+// named, the cluster goes.
+func TestDownLeavesALiveRun(t *testing.T) {
+	state := t.TempDir()
+	cmd, _ := upInBackground(t, state)
+	clusters, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", "*"))
+	require.Len(t, clusters, 1)
+	name := filepath.Base(clusters[0])
+
+	down := exec.Command(gpupoolBin, "down")
+	down.Dir, down.Env = repoRoot, cmd.Env
+	out, err := down.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "left embedded cluster "+name+" (in use by gpupool run pid")
+	assert.DirExists(t, clusters[0], "down removed a live run's cluster")
+	require.Nil(t, cmd.ProcessState, "the run ended when down ran beside it")
+
+	named := exec.Command(gpupoolBin, "down", "no-such-cluster")
+	named.Dir, named.Env = repoRoot, cmd.Env
+	out, err = named.CombinedOutput()
+	require.Error(t, err, "down of a cluster that does not exist must fail: %s", out)
+	assert.Contains(t, string(out), "no gpupool cluster is named no-such-cluster")
+}
+
 // The simulated GPU Operator follows the live cluster: a ConfigMap edit or a
 // node label changes what nodes advertise, level-based, without a restart.
 func TestGPUStackFollowsLiveConfig(t *testing.T) {
-	state, tmp := t.TempDir(), t.TempDir()
-	cmd := exec.Command(gpupoolBin, "up")
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-		assertNothingLeft(t, state, "")
-	}()
-	var kubeconfig string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if i := strings.Index(sc.Text(), "KUBECONFIG="); i >= 0 {
-			kubeconfig = strings.TrimSpace(sc.Text()[i+len("KUBECONFIG="):])
-			break
-		}
-	}
+	_, kubeconfig := upInBackground(t, t.TempDir())
 	require.NotEmpty(t, kubeconfig, "gpupool up never reported the cluster up")
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	require.NoError(t, err)
@@ -852,4 +857,36 @@ func startUntil(t *testing.T, cmd *exec.Cmd, marker string) {
 		for sc.Scan() {
 		}
 	}()
+}
+
+// upInBackground starts 'gpupool up' with its state in state and waits
+// until it reports the cluster up; the test's cleanup interrupts it and
+// checks nothing is left. It returns the command and the kubeconfig.
+func upInBackground(t *testing.T, state string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(gpupoolBin, "up")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+		assertNothingLeft(t, state, "")
+	})
+	var kubeconfig string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if i := strings.Index(sc.Text(), "KUBECONFIG="); i >= 0 {
+			kubeconfig = strings.TrimSpace(sc.Text()[i+len("KUBECONFIG="):])
+			break
+		}
+	}
+	require.NotEmpty(t, kubeconfig, "gpupool up never reported the cluster up")
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, kubeconfig
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -55,15 +56,25 @@ func upCommand() *cobra.Command {
 }
 
 func downCommand() *cobra.Command {
-	c := &cobra.Command{Use: "down", Short: "remove every cluster gpupool left on this machine, or with --kubeconfig every object it left in that cluster", Args: cobra.NoArgs}
+	c := &cobra.Command{
+		Use:   "down [CLUSTER...]",
+		Short: "remove the clusters gpupool left on this machine (not a live run's unless named or --force), or with --kubeconfig every object it left in that cluster",
+		Long: "Without arguments, down removes every cluster gpupool made on this machine that no running gpupool owns: those of runs that are gone, " +
+			"and those kept with --keep-cluster. A live run's cluster is left, and said so, unless it is named or --force is given.",
+	}
 	fs := c.Flags()
 	var only, kubeconfig, kubeContext string
+	var force bool
 	registerProvider(fs, &only)
+	fs.BoolVar(&force, "force", false, "also remove clusters live runs are using (those runs then fail)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "instead: remove from this existing cluster every object a gpupool run made there (labelled "+harness.LabelRun+") and every check pod")
 	fs.StringVar(&kubeContext, "context", "", "the kubeconfig context to use (default its current one)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if kubeconfig != "" {
+			if len(args) > 0 {
+				return fmt.Errorf("--kubeconfig removes objects from one cluster; it takes no cluster names (got %v)", args)
+			}
 			e := &cluster.Existing{Kubeconfig: kubeconfig, Context: kubeContext}
 			cl, err := e.Up(ctx)
 			if err != nil {
@@ -79,6 +90,7 @@ func downCommand() *cobra.Command {
 			kinds = []string{only}
 		}
 		var errs []error
+		found := map[string]bool{}
 		for _, kind := range kinds {
 			provider, err := harness.NewProvider(kind, "down")
 			if err != nil {
@@ -87,13 +99,33 @@ func downCommand() *cobra.Command {
 				}
 				continue // not set up on this machine: it made no clusters
 			}
-			n, err := provider.RemoveAll(ctx)
-			logf("removed %d %s clusters", n, kind)
+			r, err := provider.Remove(ctx, cluster.Removal{Names: args, Force: force})
+			for _, n := range r.Names {
+				found[n] = true
+			}
+			logf("removed %d %s clusters%s", len(r.Names), kind, listed(r.Names))
+			for _, l := range r.Left {
+				found[strings.Fields(l)[0]] = true
+				logf("left %s cluster %s", kind, l)
+			}
 			errs = append(errs, err)
+		}
+		for _, n := range args {
+			if !found[n] {
+				errs = append(errs, fmt.Errorf("no gpupool cluster is named %s", n))
+			}
 		}
 		return errors.Join(errs...)
 	}
 	return c
+}
+
+// listed is ": a, b" for a non-empty list.
+func listed(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(names, ", ")
 }
 
 func checksCommand() *cobra.Command {

@@ -169,24 +169,17 @@ func (e *Embedded) Down(ctx context.Context) error {
 }
 
 // Detach marks the cluster as kept after this process exits: sweeps leave
-// it alone until RemoveAll.
+// it alone until `gpupool down` (Remove).
 func (e *Embedded) Detach() { e.detached = true }
 
-// RemoveAll deletes every cluster in gpupool's workdir, live or not, and
-// returns how many there were.
-func (e *Embedded) RemoveAll(ctx context.Context) (int, error) {
+// Remove deletes the embedded clusters r selects (Removal).
+func (e *Embedded) Remove(ctx context.Context, r Removal) (Removed, error) {
 	e.env()
-	names, err := clusterNames(e.clustersDir())
-	if err != nil {
-		return 0, err
-	}
-	var errs []error
-	for _, name := range names {
-		errs = append(errs, e.deleteCluster(ctx, name, nil))
-	}
+	out, err := removeClusters(ctx, e.clustersDir(), r, func(ctx context.Context, name string) error {
+		return e.deleteCluster(ctx, name, nil)
+	})
 	// Versions before 2026-11-30 kept kwokctl configs here, one per run.
-	errs = append(errs, os.RemoveAll(filepath.Join(e.cfg.StateDir, "configs")))
-	return len(names), errors.Join(errs...)
+	return out, errors.Join(err, os.RemoveAll(filepath.Join(e.cfg.StateDir, "configs")))
 }
 
 // Dir is the cluster's directory: every component runs from it.
@@ -384,13 +377,18 @@ func beingClaimed(dir string) bool {
 	return err == nil && time.Since(fi.ModTime()) < claimGrace
 }
 
-func ownerAlive(dir string) bool {
+// readOwner reads dir's owner record (ok false: none, or unreadable).
+func readOwner(dir string) (o owner, ok bool) {
 	b, err := os.ReadFile(filepath.Join(dir, ownerFile))
 	if err != nil {
-		return false // not ours, or claimed by a run that died before writing
+		return o, false // not ours, or claimed by a run that died before writing
 	}
-	var o owner
-	if json.Unmarshal(b, &o) != nil {
+	return o, json.Unmarshal(b, &o) == nil
+}
+
+func ownerAlive(dir string) bool {
+	o, ok := readOwner(dir)
+	if !ok {
 		return false
 	}
 	if o.Detached {

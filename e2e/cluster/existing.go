@@ -78,6 +78,6 @@ func (e *Existing) Down(context.Context) error { return nil }
 // Detach implements harness.Provider: nothing to keep.
 func (e *Existing) Detach() {}
 
-// RemoveAll implements harness.Provider: gpupool made no clusters of this
-// kind.
-func (e *Existing) RemoveAll(context.Context) (int, error) { return 0, nil }
+// Remove implements harness.Provider: gpupool made no clusters of this
+// kind; its objects there go by RemoveOwned.
+func (e *Existing) Remove(context.Context, Removal) (Removed, error) { return Removed{}, nil }

@@ -280,18 +280,9 @@ func (k *Kind) SweepStale(ctx context.Context) error {
 	return sweepStale(ctx, k.clustersDir(), "kind cluster", k.deleteCluster)
 }
 
-// RemoveAll deletes every gpupool kind cluster, live or not, and returns
-// how many there were.
-func (k *Kind) RemoveAll(ctx context.Context) (int, error) {
-	names, err := clusterNames(k.clustersDir())
-	if err != nil {
-		return 0, err
-	}
-	var errs []error
-	for _, name := range names {
-		errs = append(errs, k.deleteCluster(ctx, name))
-	}
-	return len(names), errors.Join(errs...)
+// Remove deletes the gpupool kind clusters r selects (Removal).
+func (k *Kind) Remove(ctx context.Context, r Removal) (Removed, error) {
+	return removeClusters(ctx, k.clustersDir(), r, k.deleteCluster)
 }
 
 // nameByDigest gives a loaded image its repo@digest name in the node's

@@ -44,9 +44,40 @@ case "$6" in */.*) echo "not a directory" >&2; exit 1;; esac
 	assert.DirExists(t, k.clusterDir("gpupool-live"), "a live run's cluster is not the sweep's")
 	assert.FileExists(t, k.networkMarker(), "the network stays while a gpupool cluster is on it")
 
-	n, err := k.RemoveAll(context.Background())
+	r, err := k.Remove(context.Background(), Removal{Force: true})
 	require.NoError(t, err)
-	assert.Equal(t, 1, n, "RemoveAll counts clusters, not the marker")
+	assert.Equal(t, []string{"gpupool-live"}, r.Names, "Remove counts clusters, not the marker")
+}
+
+// down leaves a live run's cluster unless it is named or forced; it
+// removes those of runs that are gone and those kept with --keep-cluster.
+func TestRemoveLeavesLiveRuns(t *testing.T) {
+	state := t.TempDir()
+	fakeKind := filepath.Join(t.TempDir(), "kind")
+	require.NoError(t, os.WriteFile(fakeKind, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	k := &Kind{cfg: KindConfig{KindBinary: fakeKind, StateDir: state}}
+	setup := func() {
+		writeOwnerFile(t, k.clusterDir("gpupool-dead"), owner{PID: 1 << 30})
+		writeOwnerFile(t, k.clusterDir("gpupool-kept"), owner{PID: 1 << 30, Detached: true})
+		require.NoError(t, writeOwner(k.clusterDir("gpupool-live"), false))
+	}
+	setup()
+	r, err := k.Remove(context.Background(), Removal{})
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"gpupool-dead", "gpupool-kept"}, r.Names)
+	require.Len(t, r.Left, 1)
+	assert.Contains(t, r.Left[0], "gpupool-live (in use by gpupool run pid")
+	assert.DirExists(t, k.clusterDir("gpupool-live"), "a live run's cluster stays")
+
+	r, err = k.Remove(context.Background(), Removal{Names: []string{"gpupool-live"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"gpupool-live"}, r.Names, "a live run's cluster goes when named")
+	assert.Empty(t, r.Left)
+
+	setup()
+	r, err = k.Remove(context.Background(), Removal{Force: true})
+	require.NoError(t, err)
+	assert.Len(t, r.Names, 3, "--force removes every cluster")
 }
 
 // A leftover the sweep cannot remove is reported; it does not stop the run

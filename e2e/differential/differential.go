@@ -48,6 +48,9 @@ const (
 	// ResourceClaimTemplates: the DeviceClass that maps the DRA pool's
 	// resource, filled in as PoolResource is.
 	PoolClass = "gpupool.dev/pool-class"
+	// CUDAImage is a placeholder image: the probe under a CUDA image's
+	// name and ENV (NVIDIA_VISIBLE_DEVICES=all), filled in for each side.
+	CUDAImage = "gpupool.dev/cuda-probe"
 	// AnnotationPool names the sharing mode of the pool the shape runs on
 	// (exclusive, time-slicing, mps, mig): the fleet's first pool of it;
 	// or ModeDRA: the fleet's first pool served by DRA.
@@ -300,12 +303,18 @@ type Target struct {
 	// Class replaces PoolClass (DRA pools: the DeviceClass mapping
 	// Resource).
 	Class string
-	// Image runs every container (the fake device plugin's, in probe mode).
-	Image string
+	// Image runs every container (the fake device plugin's, in probe mode)
+	// but those that name CUDAImage, which run CUDA.
+	Image, CUDA string
 	// Variables are what each container prints: the first the device IDs
 	// it was given (the fake plugin's FAKEGPU_DEVICE_IDS), the others
 	// for the log.
 	Variables []string
+}
+
+// RunsCUDA reports whether a container of the shape names CUDAImage.
+func (s Shape) RunsCUDA() bool {
+	return slices.ContainsFunc(allContainers(s.Pod), func(c corev1.Container) bool { return c.Image == CUDAImage })
 }
 
 // ConfigMapsFor is the shape's ConfigMaps in the target's namespace,
@@ -399,8 +408,11 @@ func (s Shape) PodFor(t Target) *corev1.Pod {
 		if c.SecurityContext == nil {
 			c.SecurityContext = base.Spec.Containers[0].SecurityContext.DeepCopy()
 		}
-		if c.Image == "" {
+		switch c.Image {
+		case "":
 			c.Image = t.Image
+		case CUDAImage:
+			c.Image = t.CUDA
 		}
 		if len(c.Command) == 0 && len(c.Args) == 0 {
 			mode := ProbeMode

@@ -37,8 +37,12 @@ type Outcome struct {
 	// Denied is admission's answer when the shape was refused.
 	Denied string
 	// Pods are the pods admission let through, as admitted (and, for
-	// placement rules, once the scheduler decided).
+	// placement rules, once the scheduler decided), after the shape's
+	// updates.
 	Pods []*corev1.Pod
+	// UpdateDenied is admission's refusal of one of the shape's updates
+	// (the pod stays as it was before it).
+	UpdateDenied string
 }
 
 // pollInterval is how often a shape's outcome is looked at: the embedded
@@ -57,7 +61,7 @@ const schedulingGate = "gpupool.dev/explore-admission-only"
 // created and waits until it is gone.
 func (c *Cluster) Submit(ctx context.Context, s Shape, place bool) (out Outcome, cleanup func(), err error) {
 	cleanup = func() {}
-	if s.Via == ViaPod && !place {
+	if s.Via == ViaPod && !place && len(s.Updates) == 0 {
 		got, err := c.Client.CoreV1().Pods(s.Pod.Namespace).Create(ctx, s.Pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if denied, ok := refusal(err); ok {
 			return Outcome{Denied: denied}, cleanup, nil
@@ -87,7 +91,14 @@ func (c *Cluster) Submit(ctx context.Context, s Shape, place bool) (out Outcome,
 			return out, cleanup, err
 		}
 	}
-	return Outcome{Pods: pods}, cleanup, nil
+	out = Outcome{Pods: pods}
+	if len(s.Updates) > 0 && len(pods) > 0 {
+		// The tenant's own pod, or the first its controller made.
+		if pods[0], out.UpdateDenied, err = c.applyUpdates(ctx, pods[0], s.Updates); err != nil {
+			return out, cleanup, err
+		}
+	}
+	return out, cleanup, nil
 }
 
 // refusal tells admission's refusal (a policy, Pod Security, validation)
@@ -348,9 +359,21 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 			return false, "", err
 		}
 		out = got
-		_, recorded := got.Annotations[fakegpu.AnnotationGPUSight]
+		sight, recorded, _ := fakegpu.DecodePodSight(got.Annotations)
 		ended := got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded
-		return recorded || ended, "phase " + string(got.Status.Phase) + ", nothing recorded yet", nil
+		// A container whose image changed restarts with it, and an
+		// ephemeral container starts: each is judged when it does.
+		for _, ctr := range got.Spec.Containers {
+			if was, ok := sight[ctr.Name]; recorded && ok && was.Image != "" && was.Image != ctr.Image {
+				recorded = false
+			}
+		}
+		for _, ctr := range got.Spec.EphemeralContainers {
+			if _, ok := sight[ctr.Name]; recorded && !ok {
+				recorded = false
+			}
+		}
+		return recorded || ended, "phase " + string(got.Status.Phase) + ", what its containers see (as they are now) not recorded yet", nil
 	})
 	var te *wait.TimeoutError
 	if errors.As(err, &te) {

@@ -99,7 +99,11 @@ func shapeOf(doc []byte) (Shape, error) {
 		if err := yaml.UnmarshalStrict(doc, &p); err != nil {
 			return Shape{}, err
 		}
-		return Shape{Via: ViaPod, Pod: &p}, nil
+		us, err := takeUpdates(&p)
+		if err != nil {
+			return Shape{}, err
+		}
+		return Shape{Via: ViaPod, Pod: &p, Updates: us}, nil
 	case "Deployment":
 		var d appsv1.Deployment
 		if err := yaml.UnmarshalStrict(doc, &d); err != nil {

@@ -100,6 +100,23 @@ const (
 	DimGPUEnv    = "visible-devices"
 	DimEnvValue  = "visible-devices-value"
 	DimPrivilege = "privilege"
+	// DimAfter: what the tenant changes once the pod is admitted
+	// (Focus.After).
+	DimAfter = "after-admission"
+)
+
+// What a rule lets a tenant change after admission (Focus.After).
+const (
+	// AfterImageTag: the GPU container's image set to one by tag.
+	AfterImageTag = "image-tag"
+	// AfterImageCUDA: the first container's image set to a CUDA image.
+	AfterImageCUDA = "image-cuda"
+	// AfterEphemeralEnv, AfterEphemeralCUDA, AfterEphemeralPrivileged: an
+	// ephemeral container naming every GPU in its env, running a CUDA
+	// image, or privileged with the variable.
+	AfterEphemeralEnv        = "ephemeral-env"
+	AfterEphemeralCUDA       = "ephemeral-cuda"
+	AfterEphemeralPrivileged = "ephemeral-privileged"
 )
 
 // Focus is the part of the space a rule explores.
@@ -118,6 +135,11 @@ type Focus struct {
 	// NVIDIA_VISIBLE_DEVICES from the image, env or envFrom, privilege.
 	// Other rules draw none of it, so their shapes stay as they were.
 	Sight bool
+	// After lists the updates a shape may make once admitted (After*
+	// constants); a pod created directly only, as a tenant updates its
+	// own pods. Fields that decide placement, runtime and identity are
+	// immutable, so only rules about images and sight draw any.
+	After []string
 }
 
 // keepWellFormed is the chance (in %) that a dimension a rule does not
@@ -384,7 +406,56 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	if via != ViaPod {
 		d.note("created by a %s's controller", via)
 	}
-	return Shape{Via: via, Pod: pod, Choices: d.choices}
+	shape := Shape{Via: via, Pod: pod}
+	if len(f.After) > 0 && via == ViaPod {
+		if i := d.pick(DimAfter, len(f.After)+1); i > 0 {
+			if u, ok := s.after(f.After[i-1], pod, gpu); ok {
+				shape.Updates = []Update{u}
+				d.note("%s", u)
+			}
+		}
+	}
+	shape.Choices = d.choices
+	return shape
+}
+
+// after is the update of kind to an admitted pod (Focus.After); ok false
+// where the space has nothing to write it with.
+func (s *Space) after(kind string, pod *corev1.Pod, gpu *corev1.Container) (Update, bool) {
+	eph := func(name, image string) *corev1.EphemeralContainer {
+		return &corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: name, Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+			TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+		}}
+	}
+	all := []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}}
+	switch kind {
+	case AfterImageTag:
+		if gpu == nil || s.TagImage == "" {
+			return Update{}, false
+		}
+		return Update{Kind: UpdateImage, Container: gpu.Name, Image: s.TagImage}, true
+	case AfterImageCUDA:
+		if s.CUDAImage == "" {
+			return Update{}, false
+		}
+		return Update{Kind: UpdateImage, Container: pod.Spec.Containers[0].Name, Image: s.CUDAImage}, true
+	case AfterEphemeralEnv:
+		c := eph("debug-env", s.Image)
+		c.Env = all
+		return Update{Kind: UpdateEphemeral, Ephemeral: c}, true
+	case AfterEphemeralCUDA:
+		if s.CUDAImage == "" {
+			return Update{}, false
+		}
+		return Update{Kind: UpdateEphemeral, Ephemeral: eph("debug-cuda", s.CUDAImage)}, true
+	case AfterEphemeralPrivileged:
+		c := eph("debug-privileged", s.Image)
+		c.Env = all
+		c.SecurityContext = &corev1.SecurityContext{Privileged: ptr(true)}
+		return Update{Kind: UpdateEphemeral, Ephemeral: c}, true
+	}
+	return Update{}, false
 }
 
 // ask lets the pod get its device through DRA instead of an nvidia.com/

@@ -130,7 +130,7 @@ var (
 	}
 	ImagesPinnedRule = Rule{
 		Check: "explore.gpu-images-pinned",
-		Focus: Focus{Explore: []string{DimSlot, DimImage, DimExtra, DimVia, DimAsk}},
+		Focus: Focus{Explore: []string{DimSlot, DimImage, DimExtra, DimVia, DimAsk, DimAfter}, After: []string{AfterImageTag}},
 		Admitted: func(p *corev1.Pod, _ *Cluster) string {
 			return ImagesPinnedViolation(p)
 		},
@@ -138,8 +138,9 @@ var (
 	SightRule = Rule{
 		Check: "explore.no-gpu-without-allocation",
 		Focus: Focus{
-			Explore:  []string{DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia},
+			Explore:  []string{DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia, DimAfter},
 			NodeName: true, Sight: true,
+			After: []string{AfterImageCUDA, AfterEphemeralEnv, AfterEphemeralCUDA, AfterEphemeralPrivileged},
 		},
 		Place: true, Sight: true,
 		Placed: func(p *corev1.Pod, _ Node, _ []*corev1.Pod, _ *Cluster) string {

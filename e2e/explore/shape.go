@@ -49,6 +49,9 @@ type Shape struct {
 	// Choices says, in words, where the shape departs from a well-formed
 	// pod of its pool ("GPU limit in a sidecar init container").
 	Choices []string
+	// Updates are made to the pod once admitted (and placed, for a
+	// placement rule), in order: the rule must hold after them too.
+	Updates []Update
 }
 
 // String is the shape in one line, for logs.
@@ -109,7 +112,11 @@ func Reproduction(header string, s Shape, needs []runtime.Object, neighbours []*
 	}
 	obj := s.Object()
 	if p, ok := obj.(*corev1.Pod); ok {
-		obj = clean(p, false)
+		p = clean(p, false)
+		if v := encodeUpdates(s.Updates); v != "" {
+			p.Annotations = map[string]string{AnnotationUpdates: v}
+		}
+		obj = p
 	}
 	docs = append(docs, obj)
 	for i, d := range docs {

@@ -108,6 +108,38 @@ func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
 			return repository(image) + "@" + digest, nil
 		}
 	}
+	pinned, err := r.pinnedOnNode(ctx, node, image)
+	if err != nil {
+		return "", fmt.Errorf("%w, and no fake device plugin pod runs there", err)
+	}
+	return pinned, nil
+}
+
+// CUDAProbeTag starts the tag hack/build-kind-images.sh gives the probe
+// under a CUDA image's name and ENV (NVIDIA_VISIBLE_DEVICES=all, access
+// §2.1), which the kind provider loads into the real nodes.
+const CUDAProbeTag = "nvidia/cuda:gpupool-probe-"
+
+// CUDAProbeImage is that image, pinned by its digest on node: the image a
+// tenant runs its GPU code from. A suite finds it on the node, as the
+// suites run apart from the process that loaded it.
+func (r *Run) CUDAProbeImage(ctx context.Context, node string) (string, error) {
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	for _, img := range n.Status.Images {
+		for _, name := range img.Names {
+			if i := strings.Index(name, CUDAProbeTag); i >= 0 && (i == 0 || name[i-1] == '/') {
+				return r.pinnedOnNode(ctx, node, name[i:])
+			}
+		}
+	}
+	return "", fmt.Errorf("node %s has no image %s* (rerun make build-kind)", node, CUDAProbeTag)
+}
+
+// pinnedOnNode is image by the digest node reports for it.
+func (r *Run) pinnedOnNode(ctx context.Context, node, image string) (string, error) {
 	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return "", err
@@ -122,7 +154,7 @@ func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("node %s lists no digest of the fake device plugin's image %s, and no plugin pod runs there", node, image)
+	return "", fmt.Errorf("node %s lists no digest of image %s", node, image)
 }
 
 // repository is an image reference without its tag.

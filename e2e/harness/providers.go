@@ -21,8 +21,9 @@ type Provider interface {
 	cluster.Provider
 	// Detach keeps the cluster after this process exits.
 	Detach()
-	// RemoveAll deletes every cluster of this kind gpupool made.
-	RemoveAll(ctx context.Context) (int, error)
+	// Remove deletes the clusters of this kind gpupool made that r
+	// selects: by default every one no live run owns.
+	Remove(ctx context.Context, r cluster.Removal) (cluster.Removed, error)
 }
 
 // Providers names the cluster providers, the default first.
@@ -80,7 +81,7 @@ func KindProvider(name string) (*cluster.Kind, error) {
 		// plugin installs where the toolkit would.
 		RuntimeHandlers: []cluster.RuntimeHandler{{Name: fakegpu.RuntimeHandler, BinaryName: filepath.Join(nvidiaruntime.InstallDir, nvidiaruntime.Binary)}},
 		KwokImage:       images["kwok"],
-		RoleImages:      map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"]},
+		RoleImages:      map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"], "cuda-probe": images["cuda-probe"]},
 	})
 }
 
@@ -100,7 +101,7 @@ func readKindImages(path string) (map[string]string, error) {
 			out[k] = v
 		}
 	}
-	for _, want := range []string{"kwok", "device-plugin", "dra-plugin", "fakegpu-controller"} {
+	for _, want := range []string{"kwok", "device-plugin", "dra-plugin", "fakegpu-controller", "cuda-probe"} {
 		if out[want] == "" {
 			return nil, fmt.Errorf("kind provider: %s names no %s image; run hack/build-kind-images.sh", path, want)
 		}

@@ -37,7 +37,7 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 	if stackErr != nil {
 		stack = &fakegpu.Stack{}
 	}
-	d := stack.Desired(inv, fakegpu.NodeObservation{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations, Now: time.Now()}, c.opt.MIGReconfigureDelay)
+	d := stack.Desired(inv, fakegpu.NodeObservation{Name: node.Name, Labels: node.Labels, Annotations: node.Annotations, Capacity: nvidiaCapacity(node), Now: time.Now()}, c.opt.MIGReconfigureDelay)
 	if stackErr != nil {
 		d.PluginDown = "the GPU Operator config is invalid: " + stackErr.Error()
 		d.Annotations[fakegpu.AnnotationPluginError] = d.PluginDown

@@ -77,11 +77,11 @@ func PlanFor(node string, stack *fakegpu.Stack, labels, annotations map[string]s
 	// No error here: a config error already made Desired report PluginDown.
 	cfg, _ := stack.DevicePluginConfigFor(labels)
 	shared := cfg.SharedReplicas()
-	out := Plan{Resources: map[string]Resource{}, GPUs: fakegpu.NodeGPUsOf(node, inv.Count, d.Capacity)}
+	out := Plan{Resources: map[string]Resource{}, GPUs: fakegpu.NodeGPUsOf(node, inv.Count, d.Served)}
 	if stack.Policy != nil {
 		out.Runtime = fakegpu.RuntimeSettings{Toolkit: stack.Policy.Toolkit, CDIEnabled: stack.Policy.CDIEnabled}
 	}
-	for name, count := range d.Capacity {
+	for name, count := range d.Served {
 		if count <= 0 {
 			continue
 		}

@@ -158,8 +158,10 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 		mode := p.Mode()
 		cl.Nodes = append(cl.Nodes, explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
 			SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]})
-		for name := range n.Status.Allocatable {
-			if strings.HasPrefix(string(name), explore.ResourcePrefix) {
+		for name, q := range n.Status.Allocatable {
+			// A resource at 0 is one a plugin no longer serves, kept by
+			// the kubelet (kubelet-facts §3): no pod can get it.
+			if strings.HasPrefix(string(name), explore.ResourcePrefix) && !q.IsZero() {
 				advertised[string(name)] = true
 			}
 		}

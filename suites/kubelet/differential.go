@@ -117,6 +117,11 @@ func (d *differentialRun) run(ctx context.Context, t *testing.T, s differential.
 	}
 	target := differential.Target{Check: d.check, Namespace: e.ns, Pool: e.pool, Domain: e.domain,
 		Resource: e.resource, Image: e.image, Variables: []string{kubeletplugin.EnvDeviceIDs, kubeletplugin.EnvVisibleDevices}}
+	if s.RunsCUDA() {
+		if target.CUDA, err = r.CUDAProbeImage(ctx, e.node); err != nil {
+			return fmt.Errorf("the shape runs a CUDA image: %w", err)
+		}
+	}
 	if len(s.ClaimTemplates) > 0 {
 		if target.Class, err = r.DeviceClassMapping(ctx, e.resource); err != nil {
 			return fmt.Errorf("the shape's claims ask the DeviceClass that maps %s: %w", e.resource, err)

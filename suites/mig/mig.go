@@ -256,10 +256,13 @@ func failedGPUPods(ctx context.Context, t *testing.T, r *harness.Run, node strin
 	return out
 }
 
+// gpuAllocatable is what the node offers of nvidia.com resources. A
+// resource at 0 is left out: the kubelet keeps a profile the plugin no
+// longer serves at 0 allocatable after a relabel (kubelet-facts §3).
 func gpuAllocatable(n *corev1.Node) map[string]int64 {
 	out := map[string]int64{}
 	for k, v := range n.Status.Allocatable {
-		if strings.HasPrefix(string(k), fakegpu.LabelPrefix) {
+		if strings.HasPrefix(string(k), fakegpu.LabelPrefix) && !v.IsZero() {
 			out[string(k)] = v.Value()
 		}
 	}
