@@ -29,6 +29,8 @@ type TestResult struct {
 	Result  string // pass, fail, skip
 	Elapsed time.Duration
 	Output  []string // lines the test itself logged, without framing
+	// Ended is when it ended (zero: it never did, its binary died).
+	Ended time.Time
 }
 
 // PackageResult is the outcome of one test binary.
@@ -88,7 +90,7 @@ func ParseEvents(r io.Reader) (*Results, error) {
 		}
 		switch ev.Action {
 		case "pass", "fail", "skip":
-			t.Result, t.Elapsed = ev.Action, seconds(ev.Elapsed)
+			t.Result, t.Elapsed, t.Ended = ev.Action, seconds(ev.Elapsed), ev.Time
 		case "output":
 			if l := testLine(ev.Output); l != "" {
 				t.Output = append(t.Output, l)

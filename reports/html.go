@@ -63,7 +63,7 @@ func (s *Summary) WriteHTML(dir string) error {
 		}
 		a := &r.Areas[len(r.Areas)-1]
 		a.Checks = append(a.Checks, c)
-		if c.Result != "pass" && c.Result != "skip" {
+		if c.Result != "pass" && c.Result != "skip" && c.Result != ResultInterrupted {
 			a.Failed++
 		}
 	}

@@ -16,6 +16,7 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
 	Skipped  int          `xml:"skipped,attr"`
 	Time     string       `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
@@ -25,6 +26,7 @@ type junitSuite struct {
 	Name       string          `xml:"name,attr"`
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
 	Skipped    int             `xml:"skipped,attr"`
 	Time       string          `xml:"time,attr"`
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
@@ -42,6 +44,7 @@ type junitCase struct {
 	Classname string        `xml:"classname,attr"`
 	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
 	Skipped   *junitMessage `xml:"skipped,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
@@ -90,6 +93,7 @@ func (s *Summary) WriteJUnit(dir string) error {
 	for _, js := range root.Suites {
 		root.Tests += js.Tests
 		root.Failures += js.Failures
+		root.Errors += js.Errors
 		root.Skipped += js.Skipped
 	}
 	b, err := xml.MarshalIndent(root, "", "  ")
@@ -100,13 +104,17 @@ func (s *Summary) WriteJUnit(dir string) error {
 }
 
 // add appends the case of check c, marked failed or skipped as c ended,
-// and counts it.
+// or errored (JUnit's "could not run to a verdict") when interrupted, and
+// counts it.
 func (js *junitSuite) add(jc junitCase, c CheckResult) {
 	switch c.Result {
 	case "pass":
 	case "skip":
 		jc.Skipped = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
 		js.Skipped++
+	case ResultInterrupted:
+		jc.Error = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
+		js.Errors++
 	default:
 		jc.Failure = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
 		js.Failures++

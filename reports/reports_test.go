@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,4 +103,53 @@ func TestNoCheckIsAFailure(t *testing.T) {
 	s.Finish()
 	assert.Equal(t, "fail", s.Result)
 	assert.Equal(t, []string{"no check ran"}, s.Errors)
+}
+
+// A stopped run: a check that failed before the stop keeps its FAIL; one
+// running (or torn down by the stop, or never ended) is interrupted, no
+// verdict, in the totals, the table and JUnit (an <error>, not a
+// <failure>).
+func TestInterruptedChecksAreNoVerdict(t *testing.T) {
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	s := &Summary{Checks: []CheckResult{
+		{ID: "a.passed", Area: "a", Result: "pass", Ended: at.Add(-time.Second)},
+		{ID: "a.failed-before", Area: "a", Result: "fail", Message: "boom", Ended: at.Add(-time.Second)},
+		{ID: "a.torn-down", Area: "a", Result: "fail", Message: "context canceled", Ended: at.Add(time.Second)},
+		{ID: "a.never-ended", Area: "a", Result: "unknown"},
+	}}
+	s.MarkInterrupted(at, "stopped by a signal")
+	s.Finish()
+	got := map[string]string{}
+	for _, c := range s.Checks {
+		got[c.ID] = c.Result
+	}
+	want := map[string]string{"a.passed": "pass", "a.failed-before": "fail", "a.torn-down": ResultInterrupted, "a.never-ended": ResultInterrupted}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %s, want %s", id, got[id], w)
+		}
+	}
+	if s.Totals.Failed != 1 || s.Totals.Interrupted != 2 || s.Result != "fail" {
+		t.Errorf("totals %+v, result %s: want 1 failed, 2 interrupted, fail (a real failure stands)", s.Totals, s.Result)
+	}
+	dir := t.TempDir()
+	if err := s.WriteJUnit(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if n := strings.Count(string(b), "<failure"); n != 1 {
+		t.Errorf("junit.xml has %d <failure>, want 1 (the check that failed before the stop):\n%s", n, b)
+	}
+	if n := strings.Count(string(b), "<error"); n != 2 {
+		t.Errorf("junit.xml has %d <error>, want 2 (the interrupted checks)", n)
+	}
+
+	only := &Summary{Checks: []CheckResult{{ID: "a.torn-down", Area: "a", Result: "fail", Ended: at.Add(time.Second)}}}
+	only.MarkInterrupted(at, "stopped by a signal")
+	only.Finish()
+	var table strings.Builder
+	only.PrintTable(&table)
+	if only.Result != ResultInterrupted || only.Totals.Failed != 0 || !strings.Contains(table.String(), "INTERRUPTED: 1 checks, 0 passed, 0 failed, 0 skipped, 1 interrupted") {
+		t.Errorf("a run stopped with no failure: result %s, totals %+v, table:\n%s", only.Result, only.Totals, table.String())
+	}
 }

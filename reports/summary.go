@@ -17,7 +17,7 @@ type CheckInfo struct {
 // Summary is summary.json: one record of a run.
 type Summary struct {
 	RunID      string            `json:"runId"`
-	Result     string            `json:"result"` // pass or fail
+	Result     string            `json:"result"` // pass, fail or interrupted
 	Candidate  Ref               `json:"candidate"`
 	Fleet      Ref               `json:"fleet"`
 	Provider   string            `json:"provider"`
@@ -32,6 +32,8 @@ type Summary struct {
 	// Errors are failures outside any check (setup, a suite that did not
 	// build or start); a run with errors fails.
 	Errors []string `json:"errors,omitempty"`
+	// Interrupted says how the run was stopped ("" it was not).
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // Exploration is a run's exploration settings and findings.
@@ -60,7 +62,14 @@ type Totals struct {
 	Passed  int `json:"passed"`
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
+	// Interrupted checks were running, or not yet judged, when the run
+	// was stopped: no verdict, neither passed nor failed.
+	Interrupted int `json:"interrupted"`
 }
+
+// ResultInterrupted is a check the run stopped before it ended: its
+// outcome says nothing about the contract.
+const ResultInterrupted = "interrupted"
 
 // CheckResult is one check's outcome.
 type CheckResult struct {
@@ -73,6 +82,8 @@ type CheckResult struct {
 	Duration    float64            `json:"durationSeconds"`
 	Message     string             `json:"message,omitempty"`
 	Assessments []AssessmentResult `json:"assessments"`
+	// Ended is when the check ended (zero: never).
+	Ended time.Time `json:"-"`
 }
 
 // AssessmentResult is one step of a check.
@@ -101,7 +112,7 @@ func Checks(r *Results, lookup func(id string) (CheckInfo, bool)) []CheckResult 
 		}
 		cr := CheckResult{
 			ID: info.ID, Area: info.Area, AreaTitle: info.AreaTitle, Rule: info.Rule,
-			Suite: shortPackage(t.Package), Result: orUnknown(t.Result), Duration: t.Elapsed.Seconds(),
+			Suite: shortPackage(t.Package), Result: orUnknown(t.Result), Duration: t.Elapsed.Seconds(), Ended: t.Ended,
 		}
 		var msgs []string
 		if m := strings.Join(t.Output, "\n"); m != "" {
@@ -141,7 +152,27 @@ func shortPackage(p string) string {
 	return p
 }
 
-// Finish fills totals and the overall result.
+// MarkInterrupted records that the run was stopped at at (why says how):
+// a check that had not ended by then, or that ended after it (its
+// teardown ran because of the stop), is ResultInterrupted, not a failure;
+// one that had passed, been skipped or failed before keeps its result.
+func (s *Summary) MarkInterrupted(at time.Time, why string) {
+	s.Interrupted = why
+	for i := range s.Checks {
+		c := &s.Checks[i]
+		if c.Result == "pass" || c.Result == "skip" || (c.Result == "fail" && !c.Ended.IsZero() && c.Ended.Before(at)) {
+			continue
+		}
+		note := "interrupted (" + why + ") before the check ended: no verdict"
+		if c.Message != "" {
+			note += "; what it reported before:\n" + c.Message
+		}
+		c.Result, c.Message = ResultInterrupted, note
+	}
+}
+
+// Finish fills totals and the overall result: fail when a check failed
+// or the run could not be made, else interrupted when it was stopped.
 func (s *Summary) Finish() {
 	s.Totals = Totals{Checks: len(s.Checks)}
 	for _, c := range s.Checks {
@@ -150,12 +181,19 @@ func (s *Summary) Finish() {
 			s.Totals.Passed++
 		case "skip":
 			s.Totals.Skipped++
+		case ResultInterrupted:
+			s.Totals.Interrupted++
 		default:
 			s.Totals.Failed++
 		}
 	}
 	s.Result = "pass"
-	if s.Totals.Failed > 0 || len(s.Errors) > 0 || s.Totals.Checks == 0 {
+	switch {
+	case s.Totals.Failed > 0:
+		s.Result = "fail"
+	case s.Interrupted != "":
+		s.Result = ResultInterrupted
+	case len(s.Errors) > 0 || s.Totals.Checks == 0:
 		s.Result = "fail"
 	}
 	if s.Totals.Checks == 0 && len(s.Errors) == 0 {

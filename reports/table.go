@@ -29,6 +29,10 @@ func (s *Summary) PrintTable(w io.Writer) {
 	for _, e := range s.Errors {
 		fmt.Fprintf(w, "\nERROR %s\n", e)
 	}
-	fmt.Fprintf(w, "\n%s: %d checks, %d passed, %d failed, %d skipped in %.1fs\n",
-		strings.ToUpper(s.Result), s.Totals.Checks, s.Totals.Passed, s.Totals.Failed, s.Totals.Skipped, s.Duration)
+	interrupted := ""
+	if s.Totals.Interrupted > 0 {
+		interrupted = fmt.Sprintf(", %d interrupted", s.Totals.Interrupted)
+	}
+	fmt.Fprintf(w, "\n%s: %d checks, %d passed, %d failed, %d skipped%s in %.1fs\n",
+		strings.ToUpper(s.Result), s.Totals.Checks, s.Totals.Passed, s.Totals.Failed, s.Totals.Skipped, interrupted, s.Duration)
 }

@@ -279,6 +279,25 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 	}
 	tmpLeft, _ := filepath.Glob(filepath.Join(cmd.Env[len(cmd.Env)-1][len("TMPDIR="):], "*"))
 	assert.Empty(t, tmpLeft, "temp files left behind")
+
+	// The stop is no contract failure: exit 130, the checks it cut short
+	// interrupted (JUnit <error>), none failed.
+	assert.Equal(t, 130, ee.ExitCode())
+	var sum struct {
+		Result      string
+		Interrupted string
+		Totals      struct{ Failed, Interrupted int }
+		Checks      []struct{ ID, Result string }
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sum))
+	assert.Equal(t, "interrupted", sum.Result, "summary.json: %s", b)
+	assert.Zero(t, sum.Totals.Failed, "a check the stop cut short counted as failed: %s", b)
+	assert.NotEmpty(t, sum.Interrupted)
+	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(junit), "<failure", "junit.xml blames a check the stop cut short")
 }
 
 func findKubeconfig(t *testing.T, state, name string) string {

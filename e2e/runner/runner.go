@@ -9,6 +9,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -144,7 +145,8 @@ func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			// The signal, not the step it cut short, is what happened.
-			err = fmt.Errorf("interrupted (%v) during setup; the cluster is removed", ctx.Err())
+			summary.Interrupted = stopReason(ctx) + " during setup; the cluster is removed"
+			return summary, finish(summary, nil, spec.Out, started)
 		}
 		summary.Errors = append(summary.Errors, "setup: "+err.Error())
 		return summary, finish(summary, nil, spec.Out, started)
@@ -191,7 +193,8 @@ func executeAttached(ctx context.Context, spec Spec, started time.Time) (*report
 	r, err = harness.AttachTo(ctx, spec.Plan, spec.Existing, harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages})
 	if err != nil {
 		if ctx.Err() != nil {
-			err = fmt.Errorf("interrupted (%v) during setup", ctx.Err())
+			summary.Interrupted = stopReason(ctx) + " during setup"
+			return summary, finish(summary, nil, spec.Out, started)
 		}
 		summary.Errors = append(summary.Errors, "setup: "+err.Error())
 		return summary, finish(summary, nil, spec.Out, started)
@@ -224,6 +227,10 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	if spec.Quiet {
 		progress = nil
 	}
+	// When the run is stopped, the checks still running are torn down:
+	// what they report after this moment is no verdict.
+	stopped := make(chan time.Time, 1)
+	stopWatch := context.AfterFunc(ctx, func() { stopped <- time.Now() })
 	for i, s := range spec.Suites {
 		what := fmt.Sprintf("suite %s (%d of %d)", s.Name, i+1, len(spec.Suites))
 		if s.Name == "explore" && spec.Explore.Budget != "0" {
@@ -231,18 +238,25 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 		}
 		spec.phase("%s", what)
 		if err := runSuite(ctx, s, r, skip, extra, progress, ef); err != nil {
-			summary.Errors = append(summary.Errors, err.Error())
 			if ctx.Err() != nil {
-				break
+				break // the stop, which the interrupted checks say
 			}
+			summary.Errors = append(summary.Errors, err.Error())
 		}
 	}
 	ef.Close()
+	var stoppedAt time.Time
+	if !stopWatch() {
+		stoppedAt = <-stopped // the run was stopped: when
+	}
 	res, err := readEvents(events)
 	if err != nil {
 		return nil, err
 	}
 	summary.Exploration = exploration(spec)
+	if ctx.Err() != nil && !stoppedAt.IsZero() {
+		return summary, finishInterrupted(summary, res, spec.Out, started, stoppedAt, stopReason(ctx))
+	}
 	return summary, finish(summary, res, spec.Out, started)
 }
 
@@ -279,4 +293,12 @@ func SnapshotCluster(ctx context.Context, e *cluster.Existing, dir string, logf 
 	}
 	logf("cluster %s as configured: %d objects of GPU pool config read into %s (%s)", c.Name, len(cand.Objects), dir, cand.Fingerprint())
 	return dir, nil
+}
+
+// stopReason says what stopped the run: a signal, or a deadline.
+func stopReason(ctx context.Context) string {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return "stopped: " + cause.Error()
+	}
+	return "stopped by a signal"
 }

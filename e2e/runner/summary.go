@@ -14,10 +14,20 @@ import (
 // finish fills the summary in from the events (res: nil when no suite
 // ran) and writes summary.json, report.html and junit.xml into out.
 func finish(s *reports.Summary, res *reports.Results, out string, started time.Time) error {
+	return finishInterrupted(s, res, out, started, time.Time{}, "")
+}
+
+// finishInterrupted is finish for a run stopped at at (zero: not
+// stopped): the checks it stopped are interrupted, not failed, and the
+// suites' "interrupted" errors say nothing the checks do not.
+func finishInterrupted(s *reports.Summary, res *reports.Results, out string, started, at time.Time, why string) error {
 	if res != nil {
 		s.Checks = onProvider(reports.Checks(res, checkInfo), s.Provider)
 		sortByArea(s.Checks)
 		s.Errors = append(s.Errors, packageErrors(res)...)
+	}
+	if !at.IsZero() {
+		s.MarkInterrupted(at, why)
 	}
 	s.Duration = time.Since(started).Seconds()
 	s.Finish()
