@@ -1,6 +1,6 @@
 # gpupool: two commands do all setup on a fresh machine.
 #   make conformance   build what is missing, run the contract on the embedded cluster
-#   make test          unit tests, then the suites and the CLI end to end, then the kind path
+#   make test          unit tests, the suites, the CLI end to end, then the mutants beside the kind path
 #   make conformance-kind   the main job on a kind cluster with a real kubelet (needs root
 #                      once, to install and start Docker; builds the node image offline)
 SHELL := /usr/bin/env bash
@@ -15,7 +15,7 @@ BIN := bin/gpupool
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
 .PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help \
-	docker build-kind conformance-kind test-kind
+	docker build-kind conformance-kind test-kind mutants-and-kind test-fuzz
 
 all: build
 
@@ -28,7 +28,7 @@ control-plane:
 	bash hack/build-control-plane.sh all
 
 gpupool:
-	$(GO) build -o $(BIN) ./cmd/gpupool
+	@. hack/lib.sh && with_progress "gpupool" $(GO) build -v -o $(BIN) ./cmd/gpupool
 
 build: control-plane gpupool
 
@@ -41,7 +41,26 @@ conformance: build
 mutants: build
 	$(BIN) mutants
 
-test: test-unit test-suites test-e2e test-scale mutants test-kind
+test: test-unit test-fuzz test-suites test-e2e test-scale mutants-and-kind
+
+## Go's native fuzzing of every parser of user input, each for a short fixed
+## time from a seed corpus of the built-in manifests. An input that fails is
+## written to the package's testdata/fuzz/<target>/ and, committed, runs in
+## test-unit from then on as a regression test.
+FUZZ_TIME ?= 8s
+FUZZ_TARGETS := fakegpu:FuzzParseDevicePluginConfig fakegpu:FuzzParseMIGPartedConfig fakegpu:FuzzParseClusterPolicy \
+	e2e/fleet:FuzzParse e2e/scale:FuzzParseWorkload e2e/candidate:FuzzDecode e2e/differential:FuzzParse e2e/explore:FuzzShapeOf
+test-fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "$(GO) test ./$${t%%:*} -run '^$$' -fuzz '^$${t#*:}$$' -fuzztime $(FUZZ_TIME)"; \
+		$(GO) test ./$${t%%:*} -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZ_TIME) || exit 1; \
+	done
+
+## The embedded mutants and the kind path side by side: the mutants keep the
+## CPU busy, the kind path mostly waits on a real kubelet. The kind path's
+## output is printed when both end (reports/out/test-kind.log).
+mutants-and-kind: build
+	bash hack/beside.sh reports/out/test-kind.log '$(MAKE) --no-print-directory test-kind' '$(MAKE) --no-print-directory mutants'
 
 ## The kind path. A Docker engine from Debian's docker.io (installed and
 ## started if missing), kind, the node binaries, a kind node image built

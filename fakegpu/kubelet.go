@@ -132,7 +132,7 @@ func (s *Stack) KubeletOn(n KubeletNode, pods []GPUPod) map[string]Verdict {
 			var err error
 			devices, _, err = allocatePod(n, p.Containers, shared, taken)
 			if err != nil {
-				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: "Allocate failed: " + err.Error()}
+				out[p.Key] = Verdict{Outcome: OutcomeAdmissionRejected, Message: DeviceManagerRefusal(err)}
 				continue
 			}
 		}
@@ -196,17 +196,31 @@ func allocatePod(n KubeletNode, containers []ContainerRequest, shared map[string
 				continue
 			}
 			got := append([]string(nil), reusable[name][:min(int64(len(reusable[name])), want)]...)
-			for _, id := range DeviceIDs(n.Name, name, n.Capacity[name], shared[name]) {
+			ids := DeviceIDs(n.Name, name, n.Capacity[name], shared[name])
+			var free []string
+			healthy := 0
+			for _, id := range ids {
+				if !n.Unhealthy[id] {
+					healthy++
+				}
+				if !taken[id] {
+					free = append(free, id)
+				}
+			}
+			// The device manager's own refusals (kubelet-facts §1.6), in
+			// its order.
+			if healthy == 0 {
+				return nil, nil, fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", name)
+			}
+			if needed := want - int64(len(got)); int64(len(free)) < needed {
+				return nil, nil, fmt.Errorf("requested number of devices unavailable for %s. Requested: %d, Available: %d", name, needed, len(free))
+			}
+			for _, id := range free {
 				if int64(len(got)) == want {
 					break
 				}
-				if !taken[id] {
-					got = append(got, id)
-					taken[id] = true
-				}
-			}
-			if int64(len(got)) < want {
-				return nil, nil, fmt.Errorf("container %s requested %d %s, only %d free on the node", c.Name, want, name, len(got))
+				got = append(got, id)
+				taken[id] = true
 			}
 			perContainer[c.Name] = append(perContainer[c.Name], got...)
 			if c.Init && !c.Restartable {
@@ -303,6 +317,13 @@ func SharedRequestTooLarge(resource string, requested int64) error {
 // unexpected") and rejectPod prefixes "Pod was rejected: ".
 func AllocateFailedMessage(pluginErr error) string {
 	return "Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = " + pluginErr.Error() + ", which is unexpected"
+}
+
+// DeviceManagerRefusal is the pod's status.message when the kubelet's
+// device manager itself refuses an allocation (kubelet-facts §1.6): no
+// gRPC in between, the same wrapping and prefix as AllocateFailedMessage.
+func DeviceManagerRefusal(err error) string {
+	return "Pod was rejected: Allocate failed due to " + err.Error() + ", which is unexpected"
 }
 
 // sharedGPUs returns the physical GPUs behind shared device IDs.

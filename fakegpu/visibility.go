@@ -39,7 +39,10 @@ const (
 )
 
 // EnvVar is one entry of a container's environment.
-type EnvVar struct{ Name, Value string }
+type EnvVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
 
 // Mount is a bind mount of a container: host source at container path.
 type Mount struct{ Source, Destination string }
@@ -49,19 +52,90 @@ type Mount struct{ Source, Destination string }
 // NVIDIA_DRIVER_CAPABILITIES=compute,utility (access §2.1), and so does
 // every image built from them. Admission cannot see it (access §2.3).
 func ImageEnv(image string) []EnvVar {
-	repo := image
-	if i := strings.IndexAny(repo, "@"); i >= 0 {
-		repo = repo[:i]
-	}
-	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
-		repo = repo[:i]
-	}
-	repo = strings.TrimPrefix(repo, "docker.io/")
+	repo, _, _ := splitImage(image)
 	switch repo {
 	case "nvcr.io/nvidia/cuda", "nvidia/cuda":
 		return []EnvVar{{EnvVisibleDevices, "all"}, {"NVIDIA_DRIVER_CAPABILITIES", "compute,utility"}}
 	}
 	return nil
+}
+
+// AnnotationImageEnv on a node declares the ENV of images its pods may
+// run (a JSON object: image reference to its ENV entries, ImageEnvs), as
+// the node's runtime reads it from an image's config when it pulls it.
+// An image built FROM a CUDA image under a team's own name sets the
+// variable too (access §2.1), and only its config says so: the fleet
+// declares such images (spec.images).
+const AnnotationImageEnv = "fakegpu.gpupool.dev/image-env"
+
+// ImageEnvs maps image references to the ENV their configs set. A
+// reference without a tag or digest stands for every tag and digest of its
+// repository.
+type ImageEnvs map[string][]EnvVar
+
+// DecodeImageEnvs reads a node's AnnotationImageEnv (none: nil).
+func DecodeImageEnvs(annotations map[string]string) (ImageEnvs, error) {
+	raw, ok := annotations[AnnotationImageEnv]
+	if !ok {
+		return nil, nil
+	}
+	var out ImageEnvs
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationImageEnv, err)
+	}
+	return out, nil
+}
+
+// Encode is the annotation's value.
+func (e ImageEnvs) Encode() string {
+	b, _ := json.Marshal(e) // strings only: cannot fail
+	return string(b)
+}
+
+// Env is the ENV image sets: the entry declared for it (by tag or digest
+// first, then for its repository), else what the facts know (ImageEnv).
+func (e ImageEnvs) Env(image string) []EnvVar {
+	repo, tag, digest := splitImage(image)
+	var refs []string
+	if digest != "" {
+		refs = append(refs, repo+"@"+digest)
+	}
+	if tag != "" {
+		refs = append(refs, repo+":"+tag)
+	}
+	for _, ref := range append(refs, repo) {
+		if env, ok := e[ref]; ok {
+			return env
+		}
+	}
+	return ImageEnv(image)
+}
+
+// NormalizeImage is the form ImageEnvs keys take: Docker Hub's implicit
+// registry and library/ dropped, tag and digest kept.
+func NormalizeImage(image string) string {
+	repo, tag, digest := splitImage(image)
+	switch {
+	case digest != "":
+		return repo + "@" + digest
+	case tag != "":
+		return repo + ":" + tag
+	}
+	return repo
+}
+
+// splitImage splits an image reference into its repository (Docker Hub's
+// implicit registry and library/ dropped), tag and digest.
+func splitImage(image string) (repo, tag, digest string) {
+	repo = image
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo, digest = repo[:i], repo[i+1:]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo, tag = repo[:i], repo[i+1:]
+	}
+	repo = strings.TrimPrefix(strings.TrimPrefix(repo, "docker.io/"), "library/")
+	return repo, tag, digest
 }
 
 // MergeEnv is the environment the runtime receives: the image's ENV first,

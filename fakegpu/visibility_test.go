@@ -185,3 +185,45 @@ func TestStrategyInConfigFileIsWarned(t *testing.T) {
 		t.Errorf("warnings: %s", w)
 	}
 }
+
+// A fleet's declared images: by digest, then tag, then repository; the
+// facts' CUDA images when nothing is declared.
+func TestImageEnvsDeclared(t *testing.T) {
+	all := []EnvVar{{EnvVisibleDevices, "all"}}
+	idx := []EnvVar{{EnvVisibleDevices, "0"}}
+	e := ImageEnvs{
+		"registry.example.com/ml/trainer":       all,
+		"registry.example.com/ml/trainer:v2":    idx,
+		"team/notebook@sha256:" + digest64("a"): idx,
+	}
+	for _, tc := range []struct {
+		image string
+		want  []EnvVar
+	}{
+		{"registry.example.com/ml/trainer", all},
+		{"registry.example.com/ml/trainer:v1", all},
+		{"registry.example.com/ml/trainer:v2", idx},
+		{"registry.example.com/ml/trainer@sha256:" + digest64("b"), all},
+		{"docker.io/team/notebook@sha256:" + digest64("a"), idx},
+		{"team/notebook:latest", nil},
+		{"nvidia/cuda:12.4.1-base-ubuntu22.04", ImageEnv("nvidia/cuda")},
+		{"docker.io/library/busybox", nil},
+	} {
+		got := e.Env(tc.image)
+		if len(got) != len(tc.want) || (len(got) > 0 && got[0] != tc.want[0]) {
+			t.Errorf("Env(%s) = %v, want %v", tc.image, got, tc.want)
+		}
+	}
+	back, err := DecodeImageEnvs(map[string]string{AnnotationImageEnv: e.Encode()})
+	if err != nil || len(back) != len(e) || back.Env("registry.example.com/ml/trainer:v2")[0] != idx[0] {
+		t.Errorf("the annotation does not round-trip: %v, %v", back, err)
+	}
+	if _, err := DecodeImageEnvs(map[string]string{AnnotationImageEnv: "{"}); err == nil {
+		t.Error("a malformed annotation decoded")
+	}
+	if got, _ := DecodeImageEnvs(nil); got.Env("nvidia/cuda:12") == nil {
+		t.Error("with nothing declared, CUDA images still set the variable")
+	}
+}
+
+func digest64(c string) string { return strings.Repeat(c, 64) }

@@ -34,7 +34,7 @@ kube_build() {
   new_scratch; local tmp="$REPLY" pkgs=() b
   for b in "${bins[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
   # Static like upstream's release binaries: the kind node image has no Go runtime deps.
-  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
+  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 with_progress "kubernetes $KUBE_VERSION" go build -v -trimpath -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}")
   mkdir -p "$KUBE_BIN_DIR"
   for b in "${bins[@]}"; do mv "$tmp/$b" "$KUBE_BIN_DIR/$b"; done
   log "kubernetes $KUBE_VERSION: built ${bins[*]} into $KUBE_BIN_DIR"
@@ -49,7 +49,7 @@ build_etcd() {
   if have_all "$ETCD_BIN_DIR" etcd; then log "etcd $ETCD_VERSION: cached"; return; fi
   log "etcd $ETCD_VERSION: building"
   mkdir -p "$ETCD_BIN_DIR"
-  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$ETCD_BIN_DIR/etcd.tmp" ./etcd)
+  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 with_progress "etcd $ETCD_VERSION" go build -v -trimpath -ldflags "-s -w" -o "$ETCD_BIN_DIR/etcd.tmp" ./etcd)
   mv "$ETCD_BIN_DIR/etcd.tmp" "$ETCD_BIN_DIR/etcd"
 }
 

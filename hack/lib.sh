@@ -21,3 +21,32 @@ have_all() {
   local n
   for n in "$@"; do [[ -x "$dir/$n" ]] || return 1; done
 }
+
+# with_progress WHAT CMD...: runs CMD (a go build or install, given -v so
+# it names each package it compiles) and says every 10 s what is being
+# built, how many packages are done and for how long: a cold build runs for
+# minutes. CMD's other output is printed when it ends; its status is
+# returned.
+with_progress() {
+  local what="$1"; shift
+  local out start pid rc n
+  out="$(mktemp "${TMPDIR:-/tmp}/gpupool-build.XXXXXX")"
+  start=$(date +%s)
+  "$@" >"$out" 2>&1 &
+  pid=$!
+  local ticks=0
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    ticks=$((ticks + 1))
+    if (( ticks % 10 == 0 )) && kill -0 "$pid" 2>/dev/null; then
+      n=$(grep -c -v '^#\|^go: ' "$out" 2>/dev/null || true)
+      log "$what: still building, ${n:-0} packages compiled, $(( $(date +%s) - start ))s so far"
+    fi
+  done
+  if wait "$pid"; then rc=0; else rc=$?; fi
+  # -v's package names are progress, not news; anything else is, and a
+  # failed build shows everything it said.
+  if [[ $rc -ne 0 ]]; then cat "$out" >&2; else grep -v '^[a-zA-Z0-9._/~-]*$' "$out" >&2 || true; fi
+  rm -f "$out"
+  return "$rc"
+}

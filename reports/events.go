@@ -115,12 +115,27 @@ func testLine(out string) string {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-// Children returns the direct subtests of name in pkg, in order.
+// Children returns the direct subtests of name in pkg, in order. A
+// subtest's own name may hold a "/" (an assessment about pods/exec):
+// it is a direct child unless another subtest of name is its parent.
 func (r *Results) Children(pkg, name string) []*TestResult {
-	var out []*TestResult
+	var under []*TestResult
 	prefix := name + "/"
 	for _, t := range r.Tests {
-		if t.Package == pkg && strings.HasPrefix(t.Name, prefix) && !strings.Contains(t.Name[len(prefix):], "/") {
+		if t.Package == pkg && strings.HasPrefix(t.Name, prefix) {
+			under = append(under, t)
+		}
+	}
+	var out []*TestResult
+	for _, t := range under {
+		nested := false
+		for _, p := range under {
+			if p != t && strings.HasPrefix(t.Name, p.Name+"/") {
+				nested = true
+				break
+			}
+		}
+		if !nested {
 			out = append(out, t)
 		}
 	}

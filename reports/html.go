@@ -63,7 +63,7 @@ func (s *Summary) WriteHTML(dir string) error {
 		}
 		a := &r.Areas[len(r.Areas)-1]
 		a.Checks = append(a.Checks, c)
-		if c.Result != "pass" && c.Result != "skip" && c.Result != ResultInterrupted {
+		if c.Result != "pass" && c.Result != "skip" && !Unjudged(c.Result) {
 			a.Failed++
 		}
 	}

@@ -83,10 +83,12 @@ func (s *Summary) WriteJUnit(dir string) error {
 		root.Suites = append(root.Suites, *js)
 	}
 	if len(s.Errors) > 0 {
-		js := junitSuite{Name: "gpupool.run", Tests: len(s.Errors), Failures: len(s.Errors), Time: "0"}
+		// Errors outside any check (setup, a suite that could not run)
+		// are JUnit's errors: the run could not test, nothing failed.
+		js := junitSuite{Name: "gpupool.run", Tests: len(s.Errors), Errors: len(s.Errors), Time: "0"}
 		for i, e := range s.Errors {
 			js.Cases = append(js.Cases, junitCase{Name: fmt.Sprintf("run-error-%d", i+1), Classname: "gpupool.run", Time: "0",
-				Failure: &junitMessage{Message: firstLine(e), Body: e}})
+				Error: &junitMessage{Message: firstLine(e), Body: e}})
 		}
 		root.Suites = append(root.Suites, js)
 	}
@@ -104,7 +106,8 @@ func (s *Summary) WriteJUnit(dir string) error {
 }
 
 // add appends the case of check c, marked failed or skipped as c ended,
-// or errored (JUnit's "could not run to a verdict") when interrupted, and
+// or errored (JUnit's "could not run to a verdict") when interrupted or
+// the cluster was lost, and
 // counts it.
 func (js *junitSuite) add(jc junitCase, c CheckResult) {
 	switch c.Result {
@@ -112,7 +115,7 @@ func (js *junitSuite) add(jc junitCase, c CheckResult) {
 	case "skip":
 		jc.Skipped = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
 		js.Skipped++
-	case ResultInterrupted:
+	case ResultInterrupted, ResultError:
 		jc.Error = &junitMessage{Message: firstLine(c.Message), Body: c.Message}
 		js.Errors++
 	default:

@@ -153,3 +153,56 @@ func TestInterruptedChecksAreNoVerdict(t *testing.T) {
 		t.Errorf("a run stopped with no failure: result %s, totals %+v, table:\n%s", only.Result, only.Totals, table.String())
 	}
 }
+
+// A run that lost its cluster: the checks cut off are errored, no
+// verdict, and the run's result is error, not fail; JUnit says <error>.
+func TestChecksCutOffByALostClusterAreErrors(t *testing.T) {
+	at := time.Date(2026, 12, 4, 7, 0, 0, 0, time.UTC)
+	s := &Summary{Checks: []CheckResult{
+		{ID: "a.passed", Area: "a", Result: "pass", Ended: at.Add(-time.Second)},
+		{ID: "a.refused", Area: "a", Result: "fail", Message: "dial tcp 127.0.0.1:32764: connect: connection refused", Ended: at.Add(time.Second)},
+		{ID: "a.never-ran", Area: "a", Result: "unknown"},
+	}}
+	s.MarkLost(at, "the control plane stopped answering at 07:00:00: connection refused")
+	s.Finish()
+	if s.Result != ResultError || s.Totals.Errored != 2 || s.Totals.Failed != 0 || s.Totals.Passed != 1 {
+		t.Errorf("result %s, totals %+v: want error, 1 passed, 2 errored, 0 failed", s.Result, s.Totals)
+	}
+	var table strings.Builder
+	s.PrintTable(&table)
+	if !strings.Contains(table.String(), "ERROR: 3 checks, 1 passed, 0 failed, 0 skipped, 2 errored (the control plane stopped answering") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	dir := t.TempDir()
+	if err := s.WriteJUnit(dir); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	if strings.Contains(string(b), "<failure") || strings.Count(string(b), "<error") != 2 {
+		t.Errorf("junit.xml: want 2 <error> and no <failure>:\n%s", b)
+	}
+	if err := s.WriteHTML(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// An assessment whose name holds a "/" (about pods/exec) is still its
+// check's child: before, such a check failed with no message.
+func TestChildrenKeepsASlashInAName(t *testing.T) {
+	r := &Results{Tests: []*TestResult{
+		{Package: "p", Name: "TestX"},
+		{Package: "p", Name: "TestX/check.id"},
+		{Package: "p", Name: "TestX/check.id/may_create_pods/exec"},
+		{Package: "p", Name: "TestX/check.id/another"},
+	}}
+	var got []string
+	for _, c := range r.Children("p", "TestX/check.id") {
+		got = append(got, c.Name)
+	}
+	if strings.Join(got, ",") != "TestX/check.id/may_create_pods/exec,TestX/check.id/another" {
+		t.Errorf("children %v", got)
+	}
+	if c := r.Children("p", "TestX"); len(c) != 1 || c[0].Name != "TestX/check.id" {
+		t.Errorf("TestX's children: %d", len(c))
+	}
+}

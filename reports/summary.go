@@ -17,7 +17,7 @@ type CheckInfo struct {
 // Summary is summary.json: one record of a run.
 type Summary struct {
 	RunID      string            `json:"runId"`
-	Result     string            `json:"result"` // pass, fail or interrupted
+	Result     string            `json:"result"` // pass, fail, error or interrupted
 	Candidate  Ref               `json:"candidate"`
 	Fleet      Ref               `json:"fleet"`
 	Provider   string            `json:"provider"`
@@ -34,6 +34,9 @@ type Summary struct {
 	Errors []string `json:"errors,omitempty"`
 	// Interrupted says how the run was stopped ("" it was not).
 	Interrupted string `json:"interrupted,omitempty"`
+	// Lost says what the run lost that it could not judge without (the
+	// cluster's control plane), and when ("" it lost nothing).
+	Lost string `json:"lost,omitempty"`
 }
 
 // Exploration is a run's exploration settings and findings.
@@ -65,11 +68,22 @@ type Totals struct {
 	// Interrupted checks were running, or not yet judged, when the run
 	// was stopped: no verdict, neither passed nor failed.
 	Interrupted int `json:"interrupted"`
+	// Errored checks were running, or not yet judged, when the run lost
+	// the cluster: no verdict either.
+	Errored int `json:"errored"`
 }
 
 // ResultInterrupted is a check the run stopped before it ended: its
 // outcome says nothing about the contract.
 const ResultInterrupted = "interrupted"
+
+// ResultError is a check the run could not judge: the cluster's control
+// plane went away under it. Its outcome says nothing about the contract.
+const ResultError = "error"
+
+// Unjudged reports whether result is no verdict on the contract: the run
+// was stopped or lost the cluster before the check ended.
+func Unjudged(result string) bool { return result == ResultInterrupted || result == ResultError }
 
 // CheckResult is one check's outcome.
 type CheckResult struct {
@@ -158,21 +172,34 @@ func shortPackage(p string) string {
 // one that had passed, been skipped or failed before keeps its result.
 func (s *Summary) MarkInterrupted(at time.Time, why string) {
 	s.Interrupted = why
+	s.markUnjudged(at, ResultInterrupted, "interrupted ("+why+") before the check ended: no verdict")
+}
+
+// MarkLost records that the run lost the cluster at at (why says what
+// and how): as MarkInterrupted, a check that had not ended by then is
+// ResultError, not a failure.
+func (s *Summary) MarkLost(at time.Time, why string) {
+	s.Lost = why
+	s.markUnjudged(at, ResultError, "the run lost the cluster ("+why+") before the check ended: no verdict")
+}
+
+func (s *Summary) markUnjudged(at time.Time, result, note string) {
 	for i := range s.Checks {
 		c := &s.Checks[i]
-		if c.Result == "pass" || c.Result == "skip" || (c.Result == "fail" && !c.Ended.IsZero() && c.Ended.Before(at)) {
+		if c.Result == "pass" || c.Result == "skip" || Unjudged(c.Result) || (c.Result == "fail" && !c.Ended.IsZero() && c.Ended.Before(at)) {
 			continue
 		}
-		note := "interrupted (" + why + ") before the check ended: no verdict"
+		msg := note
 		if c.Message != "" {
-			note += "; what it reported before:\n" + c.Message
+			msg += "; what it reported before:\n" + c.Message
 		}
-		c.Result, c.Message = ResultInterrupted, note
+		c.Result, c.Message = result, msg
 	}
 }
 
 // Finish fills totals and the overall result: fail when a check failed
-// or the run could not be made, else interrupted when it was stopped.
+// or the run could not be made, else interrupted when it was stopped,
+// else error when it lost the cluster.
 func (s *Summary) Finish() {
 	s.Totals = Totals{Checks: len(s.Checks)}
 	for _, c := range s.Checks {
@@ -183,6 +210,8 @@ func (s *Summary) Finish() {
 			s.Totals.Skipped++
 		case ResultInterrupted:
 			s.Totals.Interrupted++
+		case ResultError:
+			s.Totals.Errored++
 		default:
 			s.Totals.Failed++
 		}
@@ -193,6 +222,8 @@ func (s *Summary) Finish() {
 		s.Result = "fail"
 	case s.Interrupted != "":
 		s.Result = ResultInterrupted
+	case s.Lost != "":
+		s.Result = ResultError
 	case len(s.Errors) > 0 || s.Totals.Checks == 0:
 		s.Result = "fail"
 	}

@@ -33,6 +33,9 @@ func (s *Summary) PrintTable(w io.Writer) {
 	if s.Totals.Interrupted > 0 {
 		interrupted = fmt.Sprintf(", %d interrupted", s.Totals.Interrupted)
 	}
+	if s.Totals.Errored > 0 {
+		interrupted += fmt.Sprintf(", %d errored (%s)", s.Totals.Errored, s.Lost)
+	}
 	fmt.Fprintf(w, "\n%s: %d checks, %d passed, %d failed, %d skipped%s in %.1fs\n",
 		strings.ToUpper(s.Result), s.Totals.Checks, s.Totals.Passed, s.Totals.Failed, s.Totals.Skipped, interrupted, s.Duration)
 }

@@ -81,10 +81,13 @@ func certifyCommand() *cobra.Command {
 		s.PrintTable(os.Stdout)
 		fmt.Printf("certification bundle: %s (%s, %s, %s, %s, candidate/)\n", out,
 			reports.CertJUnitFile, reports.CertLogFile, reports.CertProductFile, reports.CertMappingFile)
-		if s.Result != "pass" {
-			return exitError{1}
+		switch s.Result {
+		case "pass":
+			return nil
+		case reports.ResultError:
+			return exitError{2} // the cluster was lost: no verdict
 		}
-		return nil
+		return exitError{1}
 	}
 	return c
 }

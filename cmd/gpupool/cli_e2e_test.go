@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -202,6 +203,20 @@ spec:
     - {name: gpu, sku: h900, nodes: 1, gpusPerNode: 8}
 `)
 	malformed := write("malformed.yaml", "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nspec: [\n")
+	huge := write("huge.yaml", `apiVersion: gpupool.dev/v1alpha1
+kind: Fleet
+metadata: {name: huge}
+spec:
+  pools:
+    - {name: gpu, sku: h100-80gb, nodes: 1, gpusPerNode: 2000000000}
+`)
+	fifo := filepath.Join(tmp, "fifo.yaml")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o644))
+	zero := filepath.Join(tmp, "zero.yaml")
+	require.NoError(t, os.Symlink("/dev/zero", zero))
+	fifoCandidate := filepath.Join(tmp, "fifo-cand")
+	require.NoError(t, os.MkdirAll(fifoCandidate, 0o755))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(fifoCandidate, "10-policy.yaml"), 0o644))
 	badCandidate := filepath.Join(tmp, "cand")
 	require.NoError(t, os.MkdirAll(badCandidate, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(badCandidate, "10-rc.yaml"), []byte("apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nhandler: nvidia\n"), 0o644))
@@ -215,6 +230,10 @@ spec:
 		{"malformed fleet", []string{"--fleet", malformed}, []string{malformed, "malformed fleet"}},
 		{"candidate object without a name", []string{"--candidate", badCandidate}, []string{"10-rc.yaml", "document 1", "metadata.name: required"}},
 		{"missing candidate", []string{"--candidate", filepath.Join(tmp, "nope")}, []string{"nope", "no such file"}},
+		{"two billion GPUs on a node", []string{"--fleet", huge}, []string{huge, "gpusPerNode: must be 1 to 16 for a GPU pool, got 2000000000"}},
+		{"a FIFO as the fleet", []string{"--fleet", fifo}, []string{fifo, "is a named pipe (FIFO)"}},
+		{"/dev/zero as the fleet", []string{"--fleet", zero}, []string{zero, "is a device"}},
+		{"a FIFO in the candidate", []string{"--candidate", fifoCandidate}, []string{"10-policy.yaml", "is a named pipe (FIFO)"}},
 		{"stack images without simulated pools", []string{"--kwok-image", "k:1", "--fakegpu-image", "f:1"}, []string{"--kwok-image and --fakegpu-image", "go with --kubeconfig (and, for gpupool run, --simulate-pools)"}},
 		{"half a stack in the cluster", []string{"--kubeconfig", malformed, "--simulate-pools", "--kwok-image", "k:1"}, []string{"--kwok-image and --fakegpu-image go together"}},
 	} {
@@ -228,6 +247,85 @@ spec:
 			assertNothingLeft(t, r.state, "")
 		})
 	}
+}
+
+// gpupool explain with no cluster to ask says so in its own words: no
+// client-go log line suggesting the in-cluster config or
+// KUBERNETES_MASTER, and exit 2. With -v the client's own lines return.
+func TestExplainWithoutAClusterSaysWhatToGive(t *testing.T) {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "KUBECONFIG=") {
+			env = append(env, e)
+		}
+	}
+	state := t.TempDir()
+	r := invoke(t, gpupoolBin, repoRoot, append(env, "GPUPOOL_STATE="+state), state, "explain", "tenant-a/trainer")
+	assert.Equal(t, 2, r.exit)
+	assert.Equal(t, "gpupool: no cluster to explain: give --kubeconfig or set $KUBECONFIG ('gpupool up' prints one)\n", r.stderr)
+	bad := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(bad, []byte("apiVersion: v1\nkind: Config\nclusters: []\n"), 0o644))
+	quiet := invoke(t, gpupoolBin, repoRoot, append(env, "GPUPOOL_STATE="+state), state, "explain", "tenant-a/trainer", "--kubeconfig", bad)
+	assert.Equal(t, 2, quiet.exit)
+	assert.NotRegexp(t, `(?m)^[IWE]\d{4} `, quiet.stderr, "klog lines reach the console without -v")
+}
+
+// A run whose apiserver dies mid-run reports no contract failure: the
+// checks cut off are errors (JUnit <error>), the run's result is error and
+// it exits 2, and it still removes what it made.
+func TestLostControlPlaneIsNoContractFailure(t *testing.T) {
+	state, out := t.TempDir(), t.TempDir()
+	cmd := exec.Command(gpupoolBin, "run", "--out", out)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+t.TempDir())
+	startUntil(t, cmd, "PASS ")
+
+	// The run's apiserver: the kube-apiserver whose command line names
+	// the run's state directory.
+	apiserver := 0
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		line := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(line, "kube-apiserver") && strings.Contains(line, state) {
+			apiserver, _ = strconv.Atoi(filepath.Base(filepath.Dir(p)))
+			break
+		}
+	}
+	require.NotZero(t, apiserver, "no kube-apiserver of the run's state dir %s", state)
+	require.NoError(t, syscall.Kill(apiserver, syscall.SIGKILL))
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("the run did not end within 3 min of losing its apiserver")
+	}
+	var ee *exec.ExitError
+	require.True(t, errors.As(err, &ee), "gpupool should exit non-zero, got %v", err)
+	assert.Equal(t, 2, ee.ExitCode())
+	var sum struct {
+		Result string
+		Lost   string
+		Totals struct{ Failed, Errored int }
+	}
+	b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sum))
+	assert.Equal(t, "error", sum.Result, "summary.json: %s", b)
+	assert.Zero(t, sum.Totals.Failed, "a check cut off by the lost apiserver counted as failed: %s", b)
+	assert.NotZero(t, sum.Totals.Errored)
+	assert.Contains(t, sum.Lost, "stopped answering")
+	junit, err := os.ReadFile(filepath.Join(out, "junit.xml"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(junit), "<failure", "junit.xml blames a check the lost apiserver cut off")
+	assertNothingLeft(t, state, "")
 }
 
 // A run interrupted with SIGINT while its suites run removes its cluster:

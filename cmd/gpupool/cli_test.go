@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/klog/v2"
 )
 
 // Every command explains itself: a one-line summary in 'gpupool --help',
@@ -36,4 +39,31 @@ func TestShellCompletion(t *testing.T) {
 	root.SetArgs([]string{"completion", "bash"})
 	require.NoError(t, root.Execute())
 	assert.True(t, strings.Contains(out.String(), "gpupool"), "a bash completion script")
+}
+
+// Without -v, client-go's klog lines stay off the console; with -v they
+// come back.
+func TestKlogIsQuietUnlessAsked(t *testing.T) {
+	capture := func(v int) string {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stderr := os.Stderr
+		os.Stderr = w
+		quietKlog(v)
+		klog.Warning("watch of *v1.Pod ended with: an error on the server")
+		klog.Flush()
+		os.Stderr = stderr
+		w.Close()
+		b, _ := io.ReadAll(r)
+		return string(b)
+	}
+	if got := capture(0); got != "" {
+		t.Errorf("klog wrote %q without -v", got)
+	}
+	if got := capture(2); !strings.Contains(got, "ended with") {
+		t.Errorf("klog wrote %q with -v 2, want the warning", got)
+	}
+	quietKlog(0)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"github.com/spf13/cobra"
 	"os"
@@ -24,6 +25,11 @@ func explainCommand() *cobra.Command {
 		ns, name, ok := strings.Cut(args[0], "/")
 		if !ok || ns == "" || name == "" {
 			return fmt.Errorf("want NAMESPACE/POD, got %q", args[0])
+		}
+		if *kubeconfig == "" {
+			// client-go would try the in-cluster config, then suggest
+			// KUBERNETES_MASTER: neither is what a user here means.
+			return errors.New("no cluster to explain: give --kubeconfig or set $KUBECONFIG ('gpupool up' prints one)")
 		}
 		rc, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 		if err != nil {

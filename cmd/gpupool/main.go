@@ -7,13 +7,17 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 
 	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/suite"
@@ -32,10 +36,18 @@ simulated GPU node pools (KWOK) and a fake NVIDIA stack, installs a candidate
 (a team's policies and GPU Operator configs), runs the contract suites
 through the real apiserver and scheduler, and writes reports.
 
-Exit codes: 0 every check passed; 1 a check failed; 2 bad input or setup
-error; 130 interrupted.`,
+Exit codes: 0 every check passed; 1 a check failed; 2 bad input, a setup
+error, or the cluster lost mid-run (no verdict); 130 interrupted.`,
 		SilenceUsage:  true, // a failed check is not a usage error
 		SilenceErrors: true, // main prints errors once, with the exit code they mean
+	}
+	verbosity := root.PersistentFlags().IntP("verbosity", "v", 0, "also print client-go's own log lines, at klog's -v=N (default 0: none; env "+EnvVerbosity+")")
+	root.PersistentPreRun = func(cmd *cobra.Command, _ []string) {
+		if cmd.Flags().Changed("verbosity") {
+			// Children (the suites) read it from the environment.
+			os.Setenv(EnvVerbosity, strconv.Itoa(*verbosity))
+			quietKlog(*verbosity)
+		}
 	}
 	root.AddCommand(runCommand(), upCommand(), downCommand(), mutantsCommand(), certifyCommand(),
 		scaleCommand(), explainCommand(), reportCommand(), checksCommand(), versionCommand())
@@ -47,10 +59,33 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// EnvVerbosity passes --verbosity to the suites' child processes.
+const EnvVerbosity = "GPUPOOL_VERBOSITY"
+
+// quietKlog keeps client-go's own log lines ("Neither --kubeconfig nor
+// --master was specified", "watch ended with error") off the console:
+// gpupool says what went wrong in its own words, and a reflector's retry
+// is no news to a user. With verbosity v > 0 they come back, at klog's -v=v.
+func quietKlog(v int) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if v <= 0 {
+		_ = fs.Set("logtostderr", "false")
+		_ = fs.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(io.Discard)
+		return
+	}
+	_ = fs.Set("logtostderr", "true")
+	_ = fs.Set("v", strconv.Itoa(v))
+}
+
 func main() {
+	v, _ := strconv.Atoi(os.Getenv(EnvVerbosity))
 	if len(os.Args) > 2 && os.Args[1] == runner.SuiteArg {
+		quietKlog(v)
 		os.Exit(suiteExec(os.Args[2], os.Args[3:]))
 	}
+	quietKlog(v)
 	stopStatus := startStatus()
 	code := runCLI(newRoot())
 	stopStatus()

@@ -51,7 +51,7 @@ type exploreFlags runner.Exploration
 func (e *exploreFlags) register(fs *pflag.FlagSet) {
 	seed, _ := strconv.ParseUint(os.Getenv("GPUPOOL_EXPLORE_SEED"), 10, 64)
 	fs.Uint64Var(&e.Seed, "explore-seed", seed, "replay an exploration: the seed a run printed (default: a new one; env GPUPOOL_EXPLORE_SEED)")
-	fs.StringVar(&e.Budget, "explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 turns it off (default 60/20s; env GPUPOOL_EXPLORE_BUDGET)")
+	fs.StringVar(&e.Budget, "explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES, SHAPES/TIME or SHAPES/TIME/SHRINK, 0 turns it off (default 60/20s/20s; env GPUPOOL_EXPLORE_BUDGET)")
 }
 
 // settle validates the budget and draws a seed when none was given, so the
@@ -102,6 +102,8 @@ func runCommand() *cobra.Command {
 			return exitError{130} // interrupted: the README's exit code for a signal
 		case s.Result == "pass":
 			return nil
+		case s.Result == reports.ResultError:
+			return exitError{2} // the cluster was lost: no verdict
 		case len(s.Checks) == 0:
 			return exitError{2} // setup failed: no suite ran
 		}

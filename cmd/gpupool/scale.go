@@ -33,7 +33,7 @@ func scaleCommand() *cobra.Command {
 	workloadPath := fs.String("workload", "", "workload file, gpupool.dev/v1alpha1 Workload (default: the built-in "+defaultWorkload+")")
 	candidateDir := fs.String("candidate", "", "candidate directory (default: the built-in "+plan.DefaultCandidate+")")
 	out := fs.String("out", "", "report directory (default scale-<run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
-	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (README: Scale)")
+	memLimit := fs.String("apiserver-memory-limit", cluster.ScaleTuning().APIServerMemoryLimit, "kube-apiserver's GOMEMLIMIT: lower holds the control plane's memory down at the cost of apiserver CPU (docs/scale.md)")
 	var target targetFlags
 	fs.StringVar(&target.kubeconfig, "kubeconfig", "", "run on this existing cluster (a real, multi-node control plane) instead of an embedded one: each fleet joins it as simulated nodes, with its GPU pool config as configured unless --candidate is given; all removed after")
 	fs.StringVar(&target.context, "context", "", "the kubeconfig context to use (default its current one)")

@@ -16,7 +16,12 @@ import (
 // doing and for how long, redrawn as the log scrolls. Everything written
 // to stderr (its own lines, the harness's, the suites') is routed through
 // it so no line lands on top of the status. Without a terminal (CI, a
-// pipe) stderr stays plain timestamped lines.
+// pipe) stderr stays plain timestamped lines, and a step that has printed
+// nothing for heartbeat says so in one line: what it is doing and for how
+// long, so a log never sits silent while gpupool works.
+
+// heartbeat is the longest a plain log stays silent during a step.
+const heartbeat = 10 * time.Second
 
 // statusLine owns the terminal while it runs.
 type statusLine struct {
@@ -29,6 +34,10 @@ type statusLine struct {
 	// synced receives when copy reaches a syncMark: everything written to
 	// stderr before it is on the terminal.
 	synced chan struct{}
+	// plain: no terminal; lines pass as they are, and lastLine is when
+	// the latest was written.
+	plain    bool
+	lastLine time.Time
 }
 
 const syncMark = "\x00gpupool-status-sync"
@@ -38,14 +47,13 @@ var status atomic.Pointer[statusLine]
 // startStatus turns the status line on if stderr is a terminal; stop
 // flushes the log and restores stderr.
 func startStatus() (stop func()) {
-	if os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" || !term.IsTerminal(int(os.Stderr.Fd())) {
-		return func() {}
-	}
+	plain := os.Getenv("CI") != "" || os.Getenv("TERM") == "dumb" || !term.IsTerminal(int(os.Stderr.Fd()))
 	r, w, err := os.Pipe()
 	if err != nil {
 		return func() {}
 	}
-	s := &statusLine{tty: os.Stderr, start: time.Now(), since: time.Now(), synced: make(chan struct{})}
+	now := time.Now()
+	s := &statusLine{tty: os.Stderr, start: now, since: now, synced: make(chan struct{}), plain: plain, lastLine: now}
 	status.Store(s)
 	os.Stderr = w
 	copied := make(chan struct{})
@@ -55,6 +63,8 @@ func startStatus() (stop func()) {
 	}()
 	quit := make(chan struct{})
 	go func() {
+		// On a terminal: redraw the status line. Plain: speak when the
+		// log has been silent for heartbeat.
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
@@ -65,6 +75,11 @@ func startStatus() (stop func()) {
 				s.mu.Lock()
 				s.tick++
 				s.draw()
+				if s.plain && s.phase != "" && time.Since(s.lastLine) >= heartbeat {
+					fmt.Fprintf(s.tty, "[%s] still %s: %s so far (%s in all)\n", time.Now().Format("15:04:05"), s.phase,
+						time.Since(s.since).Round(time.Second), time.Since(s.start).Round(time.Second))
+					s.lastLine = time.Now()
+				}
 				s.mu.Unlock()
 			}
 		}
@@ -75,7 +90,9 @@ func startStatus() (stop func()) {
 		w.Close()
 		<-copied
 		s.mu.Lock()
-		fmt.Fprint(s.tty, "\r\033[K")
+		if !s.plain {
+			fmt.Fprint(s.tty, "\r\033[K")
+		}
 		status.Store(nil)
 		s.mu.Unlock()
 	}
@@ -91,8 +108,13 @@ func (s *statusLine) copy(r io.Reader) {
 			continue
 		}
 		s.mu.Lock()
-		fmt.Fprintf(s.tty, "\r\033[K%s\n", sc.Bytes())
-		s.draw()
+		if s.plain {
+			fmt.Fprintf(s.tty, "%s\n", sc.Bytes())
+			s.lastLine = time.Now()
+		} else {
+			fmt.Fprintf(s.tty, "\r\033[K%s\n", sc.Bytes())
+			s.draw()
+		}
 		s.mu.Unlock()
 	}
 }
@@ -101,6 +123,9 @@ var spinner = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
 
 // draw writes the status line, cut to the terminal's width; s.mu held.
 func (s *statusLine) draw() {
+	if s.plain {
+		return
+	}
 	phase := s.phase
 	if phase == "" {
 		fmt.Fprint(s.tty, "\r\033[K") // nothing going on: no line
@@ -116,8 +141,9 @@ func (s *statusLine) draw() {
 	fmt.Fprintf(s.tty, "\r\033[K%s", line)
 }
 
-// setPhase says what the run does now (a no-op without a terminal); ""
-// takes the status line away, before results go to stdout.
+// setPhase says what the run does now (on a terminal the status line,
+// else what the heartbeat names); "" takes it away, before results go to
+// stdout.
 func setPhase(format string, args ...any) {
 	s := status.Load()
 	if s == nil {

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
 )
 
@@ -173,11 +175,14 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 		files = append(files, e.Name())
 	}
 	sort.Strings(files)
+	if len(files) > input.MaxDirFiles {
+		return nil, fmt.Errorf("candidate %s: %d manifest files, at most %d", dir, len(files), input.MaxDirFiles)
+	}
 
 	var errs []error
 	seen := map[string]string{}
 	for _, f := range files {
-		data, err := os.ReadFile(filepath.Join(dir, f))
+		data, err := input.ReadFile(filepath.Join(dir, f), input.MaxFileBytes)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -374,16 +379,41 @@ func (c *Candidate) WriteApplied(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// Numbered as wide as the count needs, so the files sort (and load
+	// back) in the order they apply.
+	width := max(2, len(strconv.Itoa(len(c.Objects))))
 	for i, o := range c.Objects {
 		b, err := yaml.Marshal(o.Object)
 		if err != nil {
 			return fmt.Errorf("%s: %w", o.Where(), err)
 		}
-		name := fmt.Sprintf("%02d-%s-%s.yaml", i+1, strings.ToLower(o.GetKind()), o.GetName())
+		name := fmt.Sprintf("%0*d-%s-%s.yaml", width, i+1, strings.ToLower(o.GetKind()), o.GetName())
 		head := fmt.Sprintf("# from %s\n", o.Where())
 		if err := os.WriteFile(filepath.Join(dir, name), append([]byte(head), b...), 0o644); err != nil {
 			return err
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, "FINGERPRINT"), []byte(c.Fingerprint()+"\n"), 0o644)
+}
+
+// WriteLoaded writes the candidate as loaded into dir, as a candidate
+// directory of its own: the objects as WriteApplied writes them and a
+// candidate.yaml with its name, description and breaks, nothing left to
+// resolve (no base, omissions or patches; fleet patches are the fleet's
+// now). Load(dir) gives the same objects, and the same Fingerprint.
+func (c *Candidate) WriteLoaded(dir string) error {
+	if err := c.WriteApplied(dir); err != nil {
+		return err
+	}
+	m := c.Meta
+	if m.APIVersion == "" {
+		m.APIVersion, m.Kind = "gpupool.dev/v1alpha1", "Candidate"
+	}
+	m.Metadata.Name = c.Name
+	m.Spec.Fleet, m.Spec.Base, m.Spec.Omit, m.Spec.Patches, m.Spec.FleetPatches = "", "", nil, nil, nil
+	b, err := yaml.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, MetaFile), b, 0o644)
 }

@@ -24,3 +24,22 @@ func TestFingerprintFollowsContentNotPlace(t *testing.T) {
 	c := write(t.TempDir(), strings.Replace(rc, "handler: nvidia", "handler: runc", 1))
 	assert.NotEqual(t, a.Fingerprint(), c.Fingerprint(), "one field changed")
 }
+
+// What a run writes of the candidate it loaded loads back as the same
+// candidate: a broken one (base, omissions, patches, fleet patches)
+// becomes plain files with the same objects in the same order.
+func TestWriteLoadedLoadsBackTheSameCandidate(t *testing.T) {
+	for _, name := range []string{"reference", "broken-trust-policy-limits-only", "broken-timeslice-replicas-2"} {
+		c, err := Load(filepath.Join("..", "..", "manifests", "candidates", name))
+		require.NoError(t, err, name)
+		dir := t.TempDir()
+		require.NoError(t, c.WriteLoaded(dir), name)
+		back, err := Load(dir)
+		require.NoError(t, err, name)
+		assert.Equal(t, c.Fingerprint(), back.Fingerprint(), name)
+		assert.Equal(t, c.Name, back.Name, name)
+		assert.Equal(t, c.Meta.Spec.Breaks, back.Meta.Spec.Breaks, name)
+		assert.Empty(t, back.Meta.Spec.Base, name)
+		assert.Empty(t, back.Meta.Spec.FleetPatches, name)
+	}
+}

@@ -81,6 +81,10 @@ var (
 		ID: "security.privileged-only-in-gpu-operator", Area: AreaSecurityFloor,
 		Rule: "Privileged and hostPID pods are denied everywhere except the gpu-operator namespace, where the Operator's operands need them.",
 	})
+	RBACLeastPrivilege = Register(Check{
+		ID: "security.rbac-least-privilege", Area: AreaSecurityFloor,
+		Rule: "No anonymous, unauthenticated or merely authenticated subject, and no tenant service account, is granted cluster-wide write (RBAC, nodes, namespaces, admission policies, the ClusterPolicy, pods in every namespace), node proxy, pods/exec in another tenant's namespace or the gpu-operator namespace, or what would let it act as the GPU Operator's service accounts (pods, tokens or secrets in gpu-operator, impersonation), as the apiserver's authorizer answers; the report lists the candidate's RBAC bindings.",
+	})
 	DefaultDenyNetworkPolicyObjects = Register(Check{
 		ID: "security.default-deny-networkpolicy-objects", Area: AreaSecurityFloor,
 		Rule: "Every GPU tenant namespace has a default-deny NetworkPolicy (all pods, Ingress and Egress, no rules). Inspects objects only: NetworkPolicy is not enforced on simulated nodes.",

@@ -292,7 +292,7 @@ func (e *Embedded) writeConfig() (string, error) {
 
 // kwokctlConfig is the kwokctl configuration file for cfg, from kwok's
 // typed config/v1alpha1: the KwokctlConfiguration, the tuning's
-// KwokConfiguration if any, then cfg.ExtraConfig. Files it refers to go to
+// KwokConfiguration if any, kwok's Stages, then cfg.ExtraConfig. Files it refers to go to
 // dir.
 func kwokctlConfig(cfg EmbeddedConfig, dir string) (string, error) {
 	b := cfg.Binaries
@@ -329,6 +329,11 @@ func kwokctlConfig(cfg EmbeddedConfig, dir string) (string, error) {
 			out.WriteString("---\n")
 		}
 		out.Write(y)
+	}
+	// kwokctl gives its defaults only to a configuration with no Stage;
+	// these are the same ones, with the pod stages made conditional.
+	for _, st := range kwokDefaultStages {
+		out.WriteString("---\n" + strings.TrimPrefix(st, "---\n"))
 	}
 	if cfg.ExtraConfig != "" {
 		out.WriteString("---\n" + strings.TrimPrefix(cfg.ExtraConfig, "---\n"))

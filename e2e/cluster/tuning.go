@@ -67,7 +67,7 @@ type SchedulerTuning struct {
 }
 
 // ScaleTuning is what gpupool uses for fleets of thousands of nodes; the
-// README explains each figure.
+// docs/scale.md explains each figure.
 func ScaleTuning() Tuning {
 	return Tuning{
 		DisableQPSLimits: true,

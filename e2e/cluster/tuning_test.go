@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
+	stagev1alpha1 "sigs.k8s.io/kwok/pkg/apis/v1alpha1"
 	"strings"
 	"testing"
 
@@ -23,6 +25,13 @@ func parseKwokctlConfig(t *testing.T, cfg string) (kwokv1alpha1.KwokctlConfigura
 	for i, doc := range strings.Split(cfg, "---\n") {
 		if i == 0 {
 			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &ctl), doc)
+			continue
+		}
+		var meta metav1.TypeMeta
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &meta), doc)
+		if meta.Kind == "Stage" {
+			var st stagev1alpha1.Stage
+			require.NoError(t, yaml.UnmarshalStrict([]byte(doc), &st), doc)
 			continue
 		}
 		var k kwokv1alpha1.KwokConfiguration

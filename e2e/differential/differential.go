@@ -60,6 +60,14 @@ const (
 	// (fakegpu.AnnotationCDIDevices), which the real side's plugin and the
 	// simulated kubelet both record.
 	ModeDRA = "dra"
+	// AnnotationPlacement says how the harness pins the shape's pods to
+	// their nodes: PlacementSelector (the default), through the scheduler
+	// with a kubernetes.io/hostname selector; or PlacementNodeName, bound
+	// in spec.nodeName as a tenant who skips the scheduler would, so only
+	// the kubelet's admission stands between the pod and the node.
+	AnnotationPlacement = "differential.gpupool.dev/placement"
+	PlacementSelector   = "nodeSelector"
+	PlacementNodeName   = "nodeName"
 	// LabelShape marks both pods of a shape, so they are deleted together.
 	LabelShape = "gpupool.dev/differential-shape"
 	// DefaultRuntimeClass is what a shape that names none runs under: the
@@ -90,6 +98,8 @@ type Shape struct {
 	Probes string
 	// Mode is the sharing mode of the pool it runs on.
 	Mode string
+	// Bound: the pods are bound in spec.nodeName (PlacementNodeName).
+	Bound bool
 	// RuntimeClasses are created before the shape runs and removed after.
 	RuntimeClasses []*nodev1.RuntimeClass
 	// ClaimTemplates (DRA shapes) are created in the pods' namespace
@@ -224,8 +234,18 @@ func Parse(name string, data []byte) (Shape, error) {
 			return s, fmt.Errorf("spec.resourceClaims[%d] (%s): claim from one of the shape's ResourceClaimTemplates (resourceClaimTemplateName), so both sides get claims of their own", i, c.Name)
 		}
 	}
-	if len(s.Pod.Spec.NodeSelector) > 0 || s.Pod.Spec.NodeName != "" || s.Pod.Spec.Affinity != nil || len(s.Pod.Spec.Tolerations) > 0 {
-		return s, errors.New("placement (nodeSelector, nodeName, affinity, tolerations) is the harness's: it pins each side to its node")
+	switch placement := s.Pod.Annotations[AnnotationPlacement]; placement {
+	case "", PlacementSelector:
+	case PlacementNodeName:
+		s.Bound = true
+	default:
+		return s, fmt.Errorf("metadata.annotations[%s] = %q: want %s or %s", AnnotationPlacement, placement, PlacementSelector, PlacementNodeName)
+	}
+	if s.Pod.Spec.NodeName != "" || s.Pod.Spec.Affinity != nil || len(s.Pod.Spec.Tolerations) > 0 {
+		return s, errors.New("placement (nodeName, affinity, tolerations) is the harness's: it pins each side to its node")
+	}
+	if len(s.Pod.Spec.NodeSelector) > 0 && !s.Bound {
+		return s, fmt.Errorf("spec.nodeSelector: only a shape bound in spec.nodeName (metadata.annotations[%s]: %s) may add to the harness's selector, to be judged by the kubelet", AnnotationPlacement, PlacementNodeName)
 	}
 	return s, nil
 }
@@ -441,8 +461,14 @@ func (s Shape) PodFor(t Target) *corev1.Pod {
 	for i := range pod.Spec.Containers {
 		fill(&pod.Spec.Containers[i], false)
 	}
-	return workload.Pod{Pod: pod}.ForPool(t.Pool, t.Domain).
-		NodeSelector(map[string]string{corev1.LabelHostname: t.Node}).Pod
+	own := pod.Spec.NodeSelector
+	pod.Spec.NodeSelector = nil
+	placed := workload.Pod{Pod: pod}.ForPool(t.Pool, t.Domain)
+	if !s.Bound {
+		return placed.NodeSelector(map[string]string{corev1.LabelHostname: t.Node}).Pod
+	}
+	placed.Pod.Spec.NodeName = t.Node
+	return placed.NodeSelector(own).Pod
 }
 
 func restartable(c *corev1.Container) bool {
@@ -594,9 +620,20 @@ func ParseSight(log string) (gpus []string, runtime, ok bool) {
 	return ids, true, ok
 }
 
+// nodeSizes are the parts of a kubelet's OutOf<resource> message that
+// describe the node rather than the pod (kubelet-facts §1.4): the real
+// node and the KWOK node differ in size and in what else runs there.
+var nodeSizes = regexp.MustCompile(`(Node didn't have enough resource: [^,]+, requested: [0-9]+), used: [0-9]+, capacity: [0-9]+`)
+
+// comparable is a status message with the node's own sizes masked.
+func comparable(msg string) string {
+	return nodeSizes.ReplaceAllString(msg, "$1, used: *, capacity: *")
+}
+
 // Compare judges the two outcomes of one shape: nil when phase, reason,
-// message, device count and what each container sees agree, else an error naming the shape, what
-// differs and both outcomes.
+// message (but the node's own sizes in an OutOf<resource> message),
+// device count and what each container sees agree, else an error naming
+// the shape, what differs and both outcomes.
 func Compare(s Shape, real, sim Outcome) error {
 	var diff []string
 	if real.Phase != sim.Phase {
@@ -605,7 +642,7 @@ func Compare(s Shape, real, sim Outcome) error {
 	if real.Reason != sim.Reason {
 		diff = append(diff, "reason")
 	}
-	if real.Message != sim.Message {
+	if comparable(real.Message) != comparable(sim.Message) {
 		diff = append(diff, "message")
 	}
 	if real.Devices != sim.Devices {

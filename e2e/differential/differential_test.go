@@ -1,6 +1,7 @@
 package differential
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,7 +57,9 @@ func TestParseRefusesWhatIsNotAShape(t *testing.T) {
 	for name, c := range map[string]struct{ file, data, want string }{
 		"no comment":           {"a.yaml", strings.TrimPrefix(pod(""), "# probes something\n"), "open with a comment"},
 		"bad mode":             {"a.yaml", strings.Replace(pod(""), "exclusive", "shared", 1), "sharing mode"},
-		"placement":            {"a.yaml", pod("  nodeSelector: {sku: h100}\n"), "placement"},
+		"placement":            {"a.yaml", pod("  tolerations: [{operator: Exists}]\n"), "placement"},
+		"selector unbound":     {"a.yaml", pod("  nodeSelector: {sku: h100}\n"), "only a shape bound"},
+		"bad placement":        {"a.yaml", strings.Replace(pod(""), "exclusive}", "exclusive, differential.gpupool.dev/placement: scheduler}", 1), "want nodeSelector or nodeName"},
 		"two pods":             {"a.yaml", pod("") + "---\n" + pod(""), "second Pod"},
 		"other kind":           {"a.yaml", "# x\napiVersion: v1\nkind: Secret\nmetadata: {name: x}\n", "Secret"},
 		"configmap namespace":  {"a.yaml", "# x\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: y}\n---\n" + pod(""), "namespace is the harness's"},
@@ -149,6 +152,58 @@ spec:
 	}
 	if _, kept := s.Pod.Spec.Containers[0].Resources.Limits[PoolResource]; !kept || s.Pod.Spec.NodeSelector != nil || s.Pod.Name != "" {
 		t.Error("PodFor changed the shape's template: the other side would get this side's pod")
+	}
+}
+
+// A bound shape's pods name their node in spec.nodeName, with the pool's
+// selector and the shape's own, and no hostname selector: the kubelet,
+// not the scheduler, judges them.
+func TestPodForBindsABoundShape(t *testing.T) {
+	s, err := Parse("bound.yaml", []byte(`# bound to a node its selector does not match
+apiVersion: v1
+kind: Pod
+metadata:
+  annotations: {differential.gpupool.dev/pool: time-slicing, differential.gpupool.dev/placement: nodeName}
+spec:
+  nodeSelector: {elsewhere: "true"}
+  containers:
+    - name: main
+      resources: {limits: {gpupool.dev/pool-resource: 1}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Bound {
+		t.Fatal("the shape is not bound")
+	}
+	pool, domain := sharedPool()
+	p := s.PodFor(Target{Side: SideReal, Namespace: "tenant-a", Pool: pool, Domain: domain, Node: "kind-0", Resource: "nvidia.com/gpu.shared"})
+	if p.Spec.NodeName != "kind-0" {
+		t.Errorf("nodeName %q, want kind-0", p.Spec.NodeName)
+	}
+	if _, pinned := p.Spec.NodeSelector[corev1.LabelHostname]; pinned || p.Spec.NodeSelector["elsewhere"] != "true" || p.Spec.NodeSelector["trust"] != "tenant-a" {
+		t.Errorf("nodeSelector %v: want the pool's and the shape's, no hostname", p.Spec.NodeSelector)
+	}
+	if s.Pod.Spec.NodeSelector["elsewhere"] != "true" || s.Pod.Spec.NodeName != "" {
+		t.Error("PodFor changed the shape's template")
+	}
+}
+
+// The node's own figures in an OutOf<resource> message differ between a
+// kind node and a KWOK node and are not compared; what the pod asked is.
+func TestCompareMasksTheNodesSizes(t *testing.T) {
+	msg := func(req, used, capacity int) string {
+		return fmt.Sprintf("Pod was rejected: Node didn't have enough resource: cpu, requested: %d, used: %d, capacity: %d", req, used, capacity)
+	}
+	real := Outcome{Phase: corev1.PodFailed, Reason: "OutOfcpu", Message: msg(100000000, 950, 2000)}
+	sim := real
+	sim.Message = msg(100000000, 0, 64000)
+	if err := Compare(Shape{Name: "bound-cpu-over-node"}, real, sim); err != nil {
+		t.Errorf("the node's sizes were compared: %v", err)
+	}
+	sim.Message = msg(5, 0, 64000)
+	if err := Compare(Shape{Name: "bound-cpu-over-node"}, real, sim); err == nil {
+		t.Error("a different request agreed")
 	}
 }
 

@@ -170,6 +170,27 @@ func (d *DRA) node(name string) DRANode {
 	return n
 }
 
+// ClaimNames are the ResourceClaims a pod's spec.resourceClaims stand
+// for: those it names, and those generated from its templates ("" for one
+// not generated yet).
+func ClaimNames(p *corev1.Pod) []string {
+	generated := map[string]string{}
+	for _, s := range p.Status.ResourceClaimStatuses {
+		if s.ResourceClaimName != nil {
+			generated[s.Name] = *s.ResourceClaimName
+		}
+	}
+	out := make([]string, 0, len(p.Spec.ResourceClaims))
+	for _, pc := range p.Spec.ResourceClaims {
+		name := generated[pc.Name]
+		if pc.ResourceClaimName != nil {
+			name = *pc.ResourceClaimName
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
 // claimRequests is what the pod's unallocated claims ask of each
 // resource: a request of a DeviceClass that maps a name counts as its
 // count of that name, of any other class as its count of the class's
@@ -179,17 +200,7 @@ func (d *DRA) claimRequests(p *corev1.Pod) map[string]int64 {
 	if d == nil {
 		return out
 	}
-	generated := map[string]string{}
-	for _, s := range p.Status.ResourceClaimStatuses {
-		if s.ResourceClaimName != nil {
-			generated[s.Name] = *s.ResourceClaimName
-		}
-	}
-	for _, pc := range p.Spec.ResourceClaims {
-		name := generated[pc.Name]
-		if pc.ResourceClaimName != nil {
-			name = *pc.ResourceClaimName
-		}
+	for _, name := range ClaimNames(p) {
 		c, ok := d.Claims[p.Namespace+"/"+name]
 		if !ok || c.Status.Allocation != nil {
 			continue

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -86,13 +89,20 @@ func (c *Cluster) Submit(ctx context.Context, s Shape, place bool) (out Outcome,
 	if err != nil || denied != "" {
 		return Outcome{Denied: denied}, cleanup, err
 	}
+	// A pod behind its tenant's gate is changed first, then placed as it
+	// has become; any other is updated once placed.
+	if s.gated() && len(pods) > 0 {
+		if _, out.UpdateDenied, err = c.applyUpdates(ctx, pods[0], s.Updates); err != nil {
+			return out, cleanup, err
+		}
+	}
 	if place {
 		if pods, err = c.awaitScheduling(ctx, sub); err != nil {
 			return out, cleanup, err
 		}
 	}
-	out = Outcome{Pods: pods}
-	if len(s.Updates) > 0 && len(pods) > 0 {
+	out.Pods = pods
+	if !s.gated() && len(s.Updates) > 0 && len(pods) > 0 {
 		// The tenant's own pod, or the first its controller made.
 		if pods[0], out.UpdateDenied, err = c.applyUpdates(ctx, pods[0], s.Updates); err != nil {
 			return out, cleanup, err
@@ -188,10 +198,11 @@ func (c *Cluster) failedCreate(ctx context.Context, s Shape) (string, error) {
 
 // awaitScheduling waits for the scheduler's decision on each of the
 // shape's pods: bound, or marked unschedulable (its PodScheduled
-// condition). The pods are listed afresh each time: a controller replaces
-// a pod the simulated kubelet failed (a StatefulSet deletes and recreates
-// it), and the replacement is what holds the devices then. With no pod
-// left at the deadline there is nothing placed to judge.
+// condition), or still held by a gate (admission refused its retarget).
+// The pods are listed afresh each time: a controller replaces a pod the
+// simulated kubelet failed (a StatefulSet deletes and recreates it), and
+// the replacement is what holds the devices then. With no pod left at the
+// deadline there is nothing placed to judge.
 func (c *Cluster) awaitScheduling(ctx context.Context, s Shape) ([]*corev1.Pod, error) {
 	sel := labels.Set{LabelShape: s.Pod.Name}.String()
 	var out []*corev1.Pod
@@ -205,7 +216,7 @@ func (c *Cluster) awaitScheduling(ctx context.Context, s Shape) ([]*corev1.Pod, 
 		for i := range list.Items {
 			p := &list.Items[i]
 			out = append(out, p)
-			if p.Spec.NodeName == "" && !unschedulable(p) {
+			if p.Spec.NodeName == "" && !unschedulable(p) && len(p.Spec.SchedulingGates) == 0 {
 				undecided++
 			}
 		}
@@ -218,9 +229,11 @@ func (c *Cluster) awaitScheduling(ctx context.Context, s Shape) ([]*corev1.Pod, 
 	return out, err
 }
 
+// unschedulable: the scheduler tried the pod and found no node. A
+// SchedulingGated condition is not that: it may outlive the gate.
 func unschedulable(p *corev1.Pod) bool {
 	for _, cond := range p.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason != corev1.PodReasonSchedulingGated {
 			return true
 		}
 	}
@@ -347,13 +360,15 @@ func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via 
 // pod's containers see (fakegpu.AnnotationGPUSight), or the pod ended (a
 // kubelet refused it: it sees nothing). A pod on a real kubelet never
 // gets the record: it comes back as it was at the deadline, judged as
-// seeing nothing.
+// seeing nothing. A pod deleted before its kubelet decided comes back
+// nil: it held nothing, and a copy read earlier is not what it became.
 func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	out := p
 	err := wait.Every(ctx, fmt.Sprintf("the simulated kubelet to record what pod %s/%s's containers see", p.Namespace, p.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
 		got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return true, "", nil // a controller replaced it: nothing ran
+			out = nil
+			return true, "", nil
 		}
 		if err != nil {
 			return false, "", err
@@ -380,4 +395,31 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 		return out, nil
 	}
 	return out, err
+}
+
+// holdsOnNode reports whether a pod bound to a node holds a GPU there: an
+// nvidia.com/ or DeviceClass resource the kubelet admitted it with, or a
+// ResourceClaim the scheduler allocated and reserved for it. A pod bound
+// by nodeName skips the scheduler, so its claims are never allocated, and
+// the kubelet refuses a claim not reserved for the pod (dra §4 "Kubelet
+// and the DRA plugin", FailedPrepareDynamicResources): it holds nothing.
+// A claim that cannot be read counts as held, erring toward a violation a
+// person reads.
+func (c *Cluster) holdsOnNode(ctx context.Context, p *corev1.Pod) bool {
+	if len(GPURequests(p)) > 0 {
+		return true
+	}
+	for _, name := range explain.ClaimNames(p) {
+		if name == "" {
+			continue // its template's claim was never made
+		}
+		claim, err := c.Client.ResourceV1().ResourceClaims(p.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return !apierrors.IsNotFound(err)
+		}
+		if claim.Status.Allocation != nil && slices.ContainsFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
+			return true
+		}
+	}
+	return false
 }

@@ -52,9 +52,10 @@ func LoadCorpus(dir, check string) ([]CorpusCase, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s (document %d): %w", f, len(docs), err)
 		}
-		// A fresh name per run: the case must not collide with a pod
-		// left from a reproduction.
-		name := fmt.Sprintf("corpus-%d", i+1)
+		// A fresh name per run and per rule: the case must not collide
+		// with a pod left from a reproduction, nor with another rule's
+		// case, which runs beside it in the same namespace.
+		name := fmt.Sprintf("corpus-%s-%d", strings.TrimPrefix(check, "explore."), i+1)
 		s.Pod.Name = name
 		if s.Pod.Labels == nil {
 			s.Pod.Labels = map[string]string{}
@@ -89,9 +90,12 @@ func shapeOf(doc []byte) (Shape, error) {
 	if err := yaml.Unmarshal(doc, &meta); err != nil {
 		return Shape{}, err
 	}
-	fromTemplate := func(om metav1.ObjectMeta, t corev1.PodTemplateSpec, via string) Shape {
+	// A workload's updates (made to the pod its controller creates) ride
+	// on the workload itself.
+	fromTemplate := func(om metav1.ObjectMeta, t corev1.PodTemplateSpec, via string) (Shape, error) {
+		us, err := takeUpdates(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: om.Annotations}})
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: om.Name, Namespace: om.Namespace, Labels: t.Labels}, Spec: t.Spec}
-		return Shape{Via: via, Pod: p}
+		return Shape{Via: via, Pod: p, Updates: us}, err
 	}
 	switch meta.Kind {
 	case "Pod":
@@ -109,19 +113,19 @@ func shapeOf(doc []byte) (Shape, error) {
 		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
 			return Shape{}, err
 		}
-		return fromTemplate(d.ObjectMeta, d.Spec.Template, ViaDeployment), nil
+		return fromTemplate(d.ObjectMeta, d.Spec.Template, ViaDeployment)
 	case "StatefulSet":
 		var d appsv1.StatefulSet
 		if err := yaml.UnmarshalStrict(doc, &d); err != nil {
 			return Shape{}, err
 		}
-		return fromTemplate(d.ObjectMeta, d.Spec.Template, ViaStatefulSet), nil
+		return fromTemplate(d.ObjectMeta, d.Spec.Template, ViaStatefulSet)
 	case "Job":
 		var j batchv1.Job
 		if err := yaml.UnmarshalStrict(doc, &j); err != nil {
 			return Shape{}, err
 		}
-		return fromTemplate(j.ObjectMeta, j.Spec.Template, ViaJob), nil
+		return fromTemplate(j.ObjectMeta, j.Spec.Template, ViaJob)
 	}
 	return Shape{}, fmt.Errorf("kind %q: the last document must be a Pod, Deployment, Job or StatefulSet", meta.Kind)
 }

@@ -29,28 +29,43 @@ type Budget struct {
 // DefaultBudget is what `gpupool run` spends per rule unless told.
 var DefaultBudget = Budget{Shapes: 60, Time: 20 * time.Second, ShrinkTime: 20 * time.Second}
 
-// ParseBudget reads "SHAPES" or "SHAPES/TIME" (e.g. "60", "600/3m");
-// "0" turns exploration off.
+// ParseBudget reads "SHAPES", "SHAPES/TIME" or "SHAPES/TIME/SHRINK"
+// (e.g. "60", "600/3m", "60/20s/0s"); "0" turns exploration off. SHRINK
+// bounds the time spent shrinking a violation (0s: report the first
+// violation as found, as a verdict needs no smaller one).
 func ParseBudget(s string) (Budget, error) {
 	b := DefaultBudget
 	if s == "" {
 		return b, nil
 	}
-	shapes, t, hasTime := strings.Cut(s, "/")
-	n, err := strconv.Atoi(strings.TrimSpace(shapes))
+	bad := func(why string) (Budget, error) {
+		return DefaultBudget, fmt.Errorf("explore budget %q: %s (want SHAPES, SHAPES/TIME or SHAPES/TIME/SHRINK, e.g. 60, 600/3m or 60/20s/0s)", s, why)
+	}
+	parts := strings.Split(s, "/")
+	if len(parts) > 3 {
+		return bad("too many parts")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(parts[0]))
 	if err != nil || n < 0 {
-		return b, fmt.Errorf("explore budget %q: want SHAPES or SHAPES/TIME (e.g. 60 or 600/3m), shapes a whole number >= 0", s)
+		return bad("shapes must be a whole number >= 0")
 	}
 	b.Shapes = n
-	if hasTime {
-		d, err := time.ParseDuration(strings.TrimSpace(t))
+	if len(parts) > 1 {
+		d, err := time.ParseDuration(strings.TrimSpace(parts[1]))
 		if err != nil || d <= 0 {
-			return b, fmt.Errorf("explore budget %q: time %q is not a positive duration (e.g. 30s, 3m)", s, t)
+			return bad(fmt.Sprintf("time %q is not a positive duration", parts[1]))
 		}
 		b.Time = d
 	} else if n > DefaultBudget.Shapes {
 		// More shapes than the default get time in proportion.
 		b.Time = DefaultBudget.Time * time.Duration(n) / time.Duration(DefaultBudget.Shapes)
+	}
+	if len(parts) > 2 {
+		d, err := time.ParseDuration(strings.TrimSpace(parts[2]))
+		if err != nil || d < 0 {
+			return bad(fmt.Sprintf("shrink time %q is not a duration >= 0", parts[2]))
+		}
+		b.ShrinkTime = d
 	}
 	return b, nil
 }

@@ -28,16 +28,20 @@ func TestParseBudget(t *testing.T) {
 		in     string
 		shapes int
 		time   time.Duration
+		shrink time.Duration
 		err    string
 	}{
-		{"", DefaultBudget.Shapes, DefaultBudget.Time, ""},
-		{"0", 0, DefaultBudget.Time, ""},
-		{"30", 30, DefaultBudget.Time, ""},
-		{"600", 600, 10 * DefaultBudget.Time, ""}, // time grows with the shapes
-		{"600/3m", 600, 3 * time.Minute, ""},
-		{"-1", 0, 0, "whole number"},
-		{"many", 0, 0, "whole number"},
-		{"60/soon", 0, 0, "positive duration"},
+		{"", DefaultBudget.Shapes, DefaultBudget.Time, DefaultBudget.ShrinkTime, ""},
+		{"0", 0, DefaultBudget.Time, DefaultBudget.ShrinkTime, ""},
+		{"30", 30, DefaultBudget.Time, DefaultBudget.ShrinkTime, ""},
+		{"600", 600, 10 * DefaultBudget.Time, DefaultBudget.ShrinkTime, ""}, // time grows with the shapes
+		{"600/3m", 600, 3 * time.Minute, DefaultBudget.ShrinkTime, ""},
+		{"60/20s/0s", 60, 20 * time.Second, 0, ""},
+		{"-1", 0, 0, 0, "whole number"},
+		{"many", 0, 0, 0, "whole number"},
+		{"60/soon", 0, 0, 0, "positive duration"},
+		{"60/20s/-1s", 0, 0, 0, "shrink time"},
+		{"60/20s/0s/x", 0, 0, 0, "too many parts"},
 	} {
 		b, err := ParseBudget(tc.in)
 		if tc.err != "" {
@@ -48,6 +52,7 @@ func TestParseBudget(t *testing.T) {
 		require.NoError(t, err, tc.in)
 		assert.Equal(t, tc.shapes, b.Shapes, tc.in)
 		assert.Equal(t, tc.time, b.Time, tc.in)
+		assert.Equal(t, tc.shrink, b.ShrinkTime, tc.in)
 	}
 }
 
@@ -170,18 +175,26 @@ func TestTrustViolation(t *testing.T) {
 	}
 	resident := mk("tenant-a", "resident", corev1.PodRunning)
 	stray := mk("tenant-b", "stray", corev1.PodPending)
-	v := TrustViolation(stray, n, []*corev1.Pod{resident, stray}, domainOf)
+	v := TrustViolation(stray, n, []*corev1.Pod{resident, stray}, domainOf, HoldsGPU)
 	assert.Contains(t, v, "pod tenant-b/stray of trust domain tenant-b, holding 1 nvidia.com/gpu.shared (in init container gpu), was admitted and placed on shared-GPU node l4-0 (reserved for trust domain tenant-a) beside trust domain tenant-a's tenant-a/resident")
-	assert.Contains(t, TrustViolation(stray, n, []*corev1.Pod{stray}, domainOf), "placed on shared-GPU node l4-0 (reserved for trust domain tenant-a)", "alone on another domain's node is a violation too")
-	assert.Empty(t, TrustViolation(mk("tenant-a", "own", corev1.PodPending), n, []*corev1.Pod{resident}, domainOf))
+	assert.Contains(t, TrustViolation(stray, n, []*corev1.Pod{stray}, domainOf, HoldsGPU), "placed on shared-GPU node l4-0 (reserved for trust domain tenant-a)", "alone on another domain's node is a violation too")
+	assert.Empty(t, TrustViolation(mk("tenant-a", "own", corev1.PodPending), n, []*corev1.Pod{resident}, domainOf, HoldsGPU))
 	resident.Status.Phase = corev1.PodFailed
 	unreserved := n
 	unreserved.Domain = ""
-	assert.Empty(t, TrustViolation(stray, unreserved, []*corev1.Pod{resident, stray}, domainOf), "a failed pod holds no GPU")
+	assert.Empty(t, TrustViolation(stray, unreserved, []*corev1.Pod{resident, stray}, domainOf, HoldsGPU), "a failed pod holds no GPU")
 	exclusive := n
 	exclusive.SharedGPU = false
-	assert.Empty(t, TrustViolation(stray, exclusive, []*corev1.Pod{stray}, domainOf), "the rule is about shared-GPU nodes")
+	assert.Empty(t, TrustViolation(stray, exclusive, []*corev1.Pod{stray}, domainOf, HoldsGPU), "the rule is about shared-GPU nodes")
+	refused := mk("tenant-b", "bound", corev1.PodFailed)
+	refused.Status.Reason = "NodeAffinity"
+	assert.Empty(t, TrustViolation(refused, n, []*corev1.Pod{refused}, domainOf, HoldsGPU), "a pod bound by nodeName that the node's kubelet refused holds nothing there")
 	assert.Equal(t, "namespace scratch (no trust domain)", Identity("scratch", domainOf))
+	unprepared := mk("tenant-b", "claim", corev1.PodRunning)
+	unprepared.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	unprepared.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu"}}
+	holds := func(p *corev1.Pod) bool { return p.UID != unprepared.UID && HoldsGPU(p) }
+	assert.Empty(t, TrustViolation(unprepared, n, []*corev1.Pod{resident, unprepared}, domainOf, holds), "a pod whose claims were never allocated to it holds nothing there")
 }
 
 func testSpace() *Space {

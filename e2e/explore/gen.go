@@ -117,6 +117,10 @@ const (
 	AfterEphemeralEnv        = "ephemeral-env"
 	AfterEphemeralCUDA       = "ephemeral-cuda"
 	AfterEphemeralPrivileged = "ephemeral-privileged"
+	// AfterRetarget: created behind the tenant's own scheduling gate,
+	// then aimed at another pool's or trust domain's nodes (tolerating
+	// their taints, selecting their labels) and ungated in one update.
+	AfterRetarget = "retarget"
 )
 
 // Focus is the part of the space a rule explores.
@@ -136,9 +140,9 @@ type Focus struct {
 	// Other rules draw none of it, so their shapes stay as they were.
 	Sight bool
 	// After lists the updates a shape may make once admitted (After*
-	// constants); a pod created directly only, as a tenant updates its
-	// own pods. Fields that decide placement, runtime and identity are
-	// immutable, so only rules about images and sight draw any.
+	// constants), to its pod or the first its controller made. Runtime
+	// and identity are immutable; placement changes only behind a gate,
+	// for rules judged on placement.
 	After []string
 }
 
@@ -385,7 +389,27 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	if f.Sight {
 		s.sight(d, pod, gpu)
 	}
-	if f.NodeName {
+	// What the tenant changes once admitted, in the pod it created or
+	// the first its controller made (a tenant may update both; a
+	// retarget's controller template is gated). A gated pod names no node
+	// (pod-update-facts §1.4).
+	var updates []Update
+	if len(f.After) > 0 {
+		if i := d.pick(DimAfter, len(f.After)+1); i > 0 {
+			var u Update
+			var ok bool
+			if kind := f.After[i-1]; kind == AfterRetarget {
+				u, ok = s.retarget(d, pod, p, own)
+			} else {
+				u, ok = s.after(kind, pod, gpu)
+			}
+			if ok {
+				updates = []Update{u}
+				d.note("%s", u)
+			}
+		}
+	}
+	if f.NodeName && pod.Spec.SchedulingGates == nil {
 		switch d.pick(DimNodeName, 3) {
 		case 1:
 			nodes := p.Nodes
@@ -406,15 +430,7 @@ func (s *Space) draw(d *drawer, f Focus, pools []PoolSpace, vias []string, name,
 	if via != ViaPod {
 		d.note("created by a %s's controller", via)
 	}
-	shape := Shape{Via: via, Pod: pod}
-	if len(f.After) > 0 && via == ViaPod {
-		if i := d.pick(DimAfter, len(f.After)+1); i > 0 {
-			if u, ok := s.after(f.After[i-1], pod, gpu); ok {
-				shape.Updates = []Update{u}
-				d.note("%s", u)
-			}
-		}
-	}
+	shape := Shape{Via: via, Pod: pod, Updates: updates}
 	shape.Choices = d.choices
 	return shape
 }
@@ -456,6 +472,92 @@ func (s *Space) after(kind string, pod *corev1.Pod, gpu *corev1.Container) (Upda
 		return Update{Kind: UpdateEphemeral, Ephemeral: c}, true
 	}
 	return Update{}, false
+}
+
+// retarget creates the pod behind the tenant's gate and aims it, once
+// admitted, at the nodes of another pool or trust domain than its own:
+// their taints tolerated (exactly, or every taint), their labels added
+// to its nodeSelector, or as required node affinity where it has none
+// (pod-update-facts §2). Selector entries may only be added, so the pod
+// is created without those the update gives another value: what a
+// tenant who means to retarget would submit.
+func (s *Space) retarget(d *drawer, pod *corev1.Pod, p PoolSpace, own *DomainSpace) (Update, bool) {
+	type target struct {
+		pool PoolSpace
+		dom  *DomainSpace
+	}
+	var targets []target
+	for _, q := range s.Pools {
+		if len(q.Domains) == 0 && q.Pool.Name != p.Pool.Name {
+			targets = append(targets, target{q, nil})
+		}
+		for i := range q.Domains {
+			if dom := &q.Domains[i]; q.Pool.Name != p.Pool.Name || own == nil || dom.Domain.Name != own.Domain.Name {
+				targets = append(targets, target{q, dom})
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return Update{}, false
+	}
+	// Another trust domain of its own pool first: the neighbour a
+	// time-sliced GPU must not be shared with.
+	var near []target
+	for _, t := range targets {
+		if t.pool.Pool.Name == p.Pool.Name && t.dom != nil {
+			near = append(near, t)
+		}
+	}
+	if len(near) == 0 || rapid.Bool().Draw(d.t, "retarget-any-pool") {
+		near = targets
+	}
+	tg := near[rapid.IntRange(0, len(near)-1).Draw(d.t, "retarget")]
+	labels, taints, why := maps.Clone(tg.pool.Pool.Labels), append([]corev1.Taint{}, tg.pool.Pool.Taints...), "pool "+tg.pool.Pool.Name
+	if tg.dom != nil {
+		labels = merge(labels, tg.dom.Domain.Labels)
+		taints = append(taints, tg.dom.Domain.Taints...)
+		why += ", trust domain " + tg.dom.Domain.Name
+	}
+	u := Update{Kind: UpdateRetarget, Why: "aimed at " + why}
+	if rapid.Bool().Draw(d.t, "retarget-every-taint") {
+		u.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	} else {
+		for _, t := range taints {
+			u.Tolerations = append(u.Tolerations, corev1.Toleration{Key: t.Key, Operator: corev1.TolerationOpEqual, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	hasRequired := pod.Spec.Affinity != nil && pod.Spec.Affinity.NodeAffinity != nil && pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil
+	if !hasRequired && rapid.Bool().Draw(d.t, "retarget-by-affinity") {
+		var term corev1.NodeSelectorTerm
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			term.MatchExpressions = append(term.MatchExpressions, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{labels[k]}})
+		}
+		u.Affinity = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term}}
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			if have, has := pod.Spec.NodeSelector[k]; !has || have != labels[k] {
+				if u.NodeSelector == nil {
+					u.NodeSelector = map[string]string{}
+				}
+				u.NodeSelector[k] = labels[k]
+			}
+		}
+	}
+	// Created without what it will add or contradict: selector entries,
+	// and (for an affinity retarget) the keys the affinity names.
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if _, add := u.NodeSelector[k]; add || u.Affinity != nil {
+			if have, has := pod.Spec.NodeSelector[k]; has && (add || have != labels[k]) {
+				delete(pod.Spec.NodeSelector, k)
+				d.note("created without nodeSelector %s", k)
+			}
+		}
+	}
+	if len(pod.Spec.NodeSelector) == 0 {
+		pod.Spec.NodeSelector = nil
+	}
+	pod.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: TenantGate}}
+	return u, true
 }
 
 // ask lets the pod get its device through DRA instead of an nvidia.com/

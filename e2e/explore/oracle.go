@@ -201,16 +201,16 @@ func Live(p *corev1.Pod) bool {
 }
 
 // TrustViolation judges a shared-GPU node after pod p landed on it: every
-// live GPU pod on it must belong to the node's trust domain, and to one
-// identity at most ("" when the rule holds).
-func TrustViolation(p *corev1.Pod, n Node, onNode []*corev1.Pod, domainOf map[string]string) string {
-	if !n.SharedGPU || !HoldsGPU(p) {
-		return ""
+// live pod on it that holds a GPU there (holds) must belong to the node's
+// trust domain, and to one identity at most ("" when the rule holds).
+func TrustViolation(p *corev1.Pod, n Node, onNode []*corev1.Pod, domainOf map[string]string, holds func(*corev1.Pod) bool) string {
+	if !n.SharedGPU || !Live(p) || !holds(p) {
+		return "" // a pod the node's kubelet refused holds nothing there
 	}
 	mine := Identity(p.Namespace, domainOf)
 	others := map[string][]string{}
 	for _, q := range onNode {
-		if q.UID == p.UID || !Live(q) || !HoldsGPU(q) {
+		if q.UID == p.UID || !Live(q) || !holds(q) {
 			continue
 		}
 		if id := Identity(q.Namespace, domainOf); id != mine {

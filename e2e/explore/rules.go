@@ -22,7 +22,7 @@ type Rule struct {
 	Admitted func(p *corev1.Pod, c *Cluster) string
 	// Placed judges a pod the scheduler bound to node n, beside the pods
 	// already there.
-	Placed func(p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string
+	Placed func(ctx context.Context, p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string
 	// Sight: Placed judges what the pod's containers see, so it waits for
 	// the simulated kubelet to have recorded it (or refused the pod).
 	Sight bool
@@ -56,13 +56,19 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 		if !ok {
 			continue // not a node of the fleet
 		}
-		if r.Sight {
-			if !n.GPU {
-				continue
-			}
+		if r.Sight && !n.GPU {
+			continue
+		}
+		// The node's kubelet has the last word: a pod bound by nodeName
+		// skips the scheduler, and the kubelet may refuse it (its
+		// selector, its fit; kubelet-facts §1). Judged once it has.
+		if n.GPU {
 			seen, err := c.awaitSight(ctx, p)
 			if err != nil {
 				return nil, err
+			}
+			if seen == nil {
+				continue
 			}
 			p = seen
 		}
@@ -80,7 +86,7 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 				onNode = append(onNode, q)
 			}
 		}
-		if v := r.Placed(p, n, onNode, c); v != "" {
+		if v := r.Placed(ctx, p, n, onNode, c); v != "" {
 			var neighbours []*corev1.Pod
 			for _, q := range onNode {
 				if q.UID != p.UID && Live(q) && HoldsGPU(q) && q.Namespace != p.Namespace {
@@ -120,12 +126,14 @@ var (
 	TrustRule = Rule{
 		Check: "explore.no-cross-trust-timeslice",
 		Focus: Focus{
-			Pools:   func(p PoolSpace) bool { return len(p.Domains) >= 2 },
-			Explore: []string{DimSlot, DimAim, DimHome, DimToleration, DimVia},
+			Pools:    func(p PoolSpace) bool { return len(p.Domains) >= 2 },
+			Explore:  []string{DimSlot, DimAim, DimHome, DimToleration, DimNodeName, DimVia, DimAfter},
+			NodeName: true,
+			After:    []string{AfterRetarget},
 		},
 		Place: true,
-		Placed: func(p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string {
-			return TrustViolation(p, n, onNode, c.DomainOf)
+		Placed: func(ctx context.Context, p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string {
+			return TrustViolation(p, n, onNode, c.DomainOf, func(q *corev1.Pod) bool { return c.holdsOnNode(ctx, q) })
 		},
 	}
 	ImagesPinnedRule = Rule{
@@ -140,10 +148,10 @@ var (
 		Focus: Focus{
 			Explore:  []string{DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia, DimAfter},
 			NodeName: true, Sight: true,
-			After: []string{AfterImageCUDA, AfterEphemeralEnv, AfterEphemeralCUDA, AfterEphemeralPrivileged},
+			After: []string{AfterImageCUDA, AfterEphemeralEnv, AfterEphemeralCUDA, AfterEphemeralPrivileged, AfterRetarget},
 		},
 		Place: true, Sight: true,
-		Placed: func(p *corev1.Pod, _ Node, _ []*corev1.Pod, _ *Cluster) string {
+		Placed: func(_ context.Context, p *corev1.Pod, _ Node, _ []*corev1.Pod, _ *Cluster) string {
 			return SightViolation(p)
 		},
 	}

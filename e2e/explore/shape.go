@@ -8,6 +8,7 @@
 package explore
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -112,11 +113,12 @@ func Reproduction(header string, s Shape, needs []runtime.Object, neighbours []*
 	}
 	obj := s.Object()
 	if p, ok := obj.(*corev1.Pod); ok {
-		p = clean(p, false)
-		if v := encodeUpdates(s.Updates); v != "" {
-			p.Annotations = map[string]string{AnnotationUpdates: v}
+		obj = clean(p, false)
+	}
+	if v := encodeUpdates(s.Updates); v != "" {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetAnnotations(map[string]string{AnnotationUpdates: v})
 		}
-		obj = p
 	}
 	docs = append(docs, obj)
 	for i, d := range docs {

@@ -13,16 +13,26 @@ import (
 )
 
 // What a tenant may change in a pod after admission that a rule cares
-// about: a container's image (the one field of a container the API lets
-// an update change), and an ephemeral container added through the
-// pods/ephemeralcontainers subresource, as `kubectl debug` does. The
-// fields that decide placement, runtime and identity are immutable.
+// about (pod-update-facts): a container's image (the one field of a
+// container the API lets an update change); an ephemeral container added
+// through the pods/ephemeralcontainers subresource, as `kubectl debug`
+// does; and, for a pod it created behind a scheduling gate of its own,
+// where the pod goes: tolerations added, nodeSelector entries added,
+// required node affinity set where there was none, and the gate removed,
+// all in one update. Runtime, resources and identity are immutable.
 const (
 	// UpdateImage sets a container's image.
 	UpdateImage = "image"
 	// UpdateEphemeral adds an ephemeral container.
 	UpdateEphemeral = "ephemeral-container"
+	// UpdateRetarget changes a gated pod's placement and ungates it.
+	UpdateRetarget = "retarget"
 )
+
+// TenantGate is the scheduling gate a retargeting shape is created with:
+// a name of the tenant's choosing, as any creator may set one
+// (pod-update-facts §1.4).
+const TenantGate = "tenant.example.com/hold"
 
 // AnnotationUpdates on a corpus case's pod lists the updates to make once
 // it is admitted (JSON []Update): a reproduction's way of carrying them.
@@ -37,6 +47,13 @@ type Update struct {
 	Image     string `json:"image,omitempty"`
 	// Ephemeral (UpdateEphemeral) is the container added.
 	Ephemeral *corev1.EphemeralContainer `json:"ephemeral,omitempty"`
+	// Tolerations, NodeSelector and Affinity (UpdateRetarget) are added
+	// to the gated pod; Affinity becomes its required node affinity,
+	// which it had none of. Why says where they aim, for people.
+	Tolerations  []corev1.Toleration  `json:"tolerations,omitempty"`
+	NodeSelector map[string]string    `json:"nodeSelector,omitempty"`
+	Affinity     *corev1.NodeSelector `json:"requiredNodeAffinity,omitempty"`
+	Why          string               `json:"why,omitempty"`
 }
 
 // String says the update as a kubectl command would do it.
@@ -46,6 +63,18 @@ func (u Update) String() string {
 		return fmt.Sprintf("then sets container %s's image to %s", u.Container, u.Image)
 	case UpdateEphemeral:
 		return fmt.Sprintf("then adds ephemeral container %s (image %s%s)", u.Ephemeral.Name, u.Ephemeral.Image, ephemeralWords(u.Ephemeral))
+	case UpdateRetarget:
+		var w []string
+		if len(u.Tolerations) > 0 {
+			w = append(w, fmt.Sprintf("%d tolerations", len(u.Tolerations)))
+		}
+		if len(u.NodeSelector) > 0 {
+			w = append(w, fmt.Sprintf("nodeSelector %v", u.NodeSelector))
+		}
+		if u.Affinity != nil {
+			w = append(w, "required node affinity")
+		}
+		return fmt.Sprintf("then, still gated, adds %s (%s) and removes its gate", strings.Join(w, ", "), u.Why)
 	}
 	return "then " + u.Kind
 }
@@ -93,8 +122,17 @@ func takeUpdates(p *corev1.Pod) ([]Update, error) {
 		return nil, fmt.Errorf("annotation %s: %w", AnnotationUpdates, err)
 	}
 	for i, u := range us {
-		if (u.Kind == UpdateImage && (u.Container == "" || u.Image == "")) || (u.Kind == UpdateEphemeral && u.Ephemeral == nil) || (u.Kind != UpdateImage && u.Kind != UpdateEphemeral) {
-			return nil, fmt.Errorf("annotation %s: update %d: want kind %s with container and image, or %s with ephemeral", AnnotationUpdates, i, UpdateImage, UpdateEphemeral)
+		ok := false
+		switch u.Kind {
+		case UpdateImage:
+			ok = u.Container != "" && u.Image != ""
+		case UpdateEphemeral:
+			ok = u.Ephemeral != nil
+		case UpdateRetarget:
+			ok = len(u.Tolerations)+len(u.NodeSelector) > 0 || u.Affinity != nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("annotation %s: update %d: want kind %s with container and image, %s with ephemeral, or %s with tolerations, nodeSelector or requiredNodeAffinity", AnnotationUpdates, i, UpdateImage, UpdateEphemeral, UpdateRetarget)
 		}
 	}
 	return us, nil
@@ -160,6 +198,42 @@ func (c *Cluster) update(ctx context.Context, p *corev1.Pod, u Update) error {
 	case UpdateEphemeral:
 		cur.Spec.EphemeralContainers = append(cur.Spec.EphemeralContainers, *u.Ephemeral.DeepCopy())
 		_, err = c.Client.CoreV1().Pods(p.Namespace).UpdateEphemeralContainers(ctx, p.Name, cur, metav1.UpdateOptions{})
+	case UpdateRetarget:
+		retarget(&cur.Spec, u)
+		_, err = c.Client.CoreV1().Pods(p.Namespace).Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	return err
+}
+
+// retarget is UpdateRetarget made to a gated pod's spec: additions only,
+// then every gate removed (pod-update-facts §1.3, §1.4, §2).
+func retarget(spec *corev1.PodSpec, u Update) {
+	spec.Tolerations = append(spec.Tolerations, u.Tolerations...)
+	for k, v := range u.NodeSelector {
+		if spec.NodeSelector == nil {
+			spec.NodeSelector = map[string]string{}
+		}
+		spec.NodeSelector[k] = v
+	}
+	if u.Affinity != nil {
+		if spec.Affinity == nil {
+			spec.Affinity = &corev1.Affinity{}
+		}
+		if spec.Affinity.NodeAffinity == nil {
+			spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = u.Affinity.DeepCopy()
+	}
+	spec.SchedulingGates = nil
+}
+
+// gated reports whether the shape is created behind the tenant's gate,
+// to be retargeted before it is placed.
+func (s Shape) gated() bool {
+	for _, u := range s.Updates {
+		if u.Kind == UpdateRetarget {
+			return true
+		}
+	}
+	return false
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -52,9 +53,116 @@ type Metadata struct {
 	Name string `json:"name"`
 }
 
-// Spec lists the pools.
+// Spec lists the pools, and the images tenants run whose ENV matters.
 type Spec struct {
 	Pools []Pool `json:"pools"`
+	// Images declares the ENV of images the cluster's tenants run, as
+	// their registry would tell: an image built FROM a CUDA image under a
+	// team's own name sets NVIDIA_VISIBLE_DEVICES=all, and neither
+	// admission nor the image's name shows it (gpu-access-facts §2). The
+	// simulated runtime reads it on every GPU node, and the access checks
+	// try each image that sets NVIDIA_VISIBLE_DEVICES. CUDA images
+	// (nvidia/cuda, nvcr.io/nvidia/cuda) need no entry.
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is one declared image: a reference without a tag or digest stands
+// for every tag and digest of its repository.
+type Image struct {
+	Image string          `json:"image"`
+	Env   []corev1.EnvVar `json:"env"`
+}
+
+// Bounds of a pool, checked before any cluster: beyond them a fleet is a
+// typo, and the simulator would spend memory naming devices that no node
+// has (a node of 2,000,000,000 GPUs ran the run out of memory). The
+// machine's own bound on nodes is the plan's (plan.checkFitsMachine).
+const (
+	// MaxGPUsPerNode: an HGX board holds 8 GPUs; the largest single
+	// servers 16.
+	MaxGPUsPerNode = 16
+	// MaxReplicas of a time-sliced or MPS GPU: each is a device ID.
+	MaxReplicas = 128
+	// MaxPoolNodes keeps counts within what any machine plans for.
+	MaxPoolNodes = 100000
+	// MaxPodsPerNode: the kubelet's maxPods default is 110.
+	MaxPodsPerNode = 1000
+)
+
+// Bounds of spec.images: what a node annotation holds comfortably.
+const (
+	MaxImages      = 64
+	MaxImageEnv    = 32
+	maxImageEnvLen = 1024
+)
+
+var (
+	imageRef = regexp.MustCompile(`^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$`)
+	envName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ImageEnvs is spec.images as the simulated runtime reads them (nil when
+// none are declared).
+func (f *Fleet) ImageEnvs() fakegpu.ImageEnvs {
+	if len(f.Spec.Images) == 0 {
+		return nil
+	}
+	out := fakegpu.ImageEnvs{}
+	for _, im := range f.Spec.Images {
+		env := make([]fakegpu.EnvVar, 0, len(im.Env))
+		for _, e := range im.Env {
+			env = append(env, fakegpu.EnvVar{Name: e.Name, Value: e.Value})
+		}
+		out[fakegpu.NormalizeImage(im.Image)] = env
+	}
+	return out
+}
+
+// SetsVisibleDevices reports whether the image's ENV names GPUs for the
+// NVIDIA runtime, and with what value.
+func (im Image) SetsVisibleDevices() (string, bool) {
+	for i := len(im.Env) - 1; i >= 0; i-- {
+		if im.Env[i].Name == fakegpu.EnvVisibleDevices {
+			return im.Env[i].Value, true
+		}
+	}
+	return "", false
+}
+
+func validateImages(images []Image) []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(images) > MaxImages {
+		add("spec.images: %d images, at most %d", len(images), MaxImages)
+		return errs
+	}
+	seen := map[string]bool{}
+	for i, im := range images {
+		path := fmt.Sprintf("spec.images[%d]", i)
+		if !imageRef.MatchString(im.Image) {
+			add("%s.image: %q is not an image reference (registry/repository[:tag][@sha256:digest], lower case)", path, im.Image)
+		}
+		if n := fakegpu.NormalizeImage(im.Image); seen[n] {
+			add("%s.image: %q is declared twice", path, im.Image)
+		} else {
+			seen[n] = true
+		}
+		if len(im.Env) > MaxImageEnv {
+			add("%s.env: %d entries, at most %d", path, len(im.Env), MaxImageEnv)
+			continue
+		}
+		for j, e := range im.Env {
+			switch {
+			case !envName.MatchString(e.Name):
+				add("%s.env[%d].name: %q is not an environment variable name", path, j, e.Name)
+			case e.ValueFrom != nil:
+				add("%s.env[%d] (%s): an image's ENV has a value, not valueFrom", path, j, e.Name)
+			case len(e.Value) > maxImageEnvLen:
+				add("%s.env[%d] (%s).value: %d bytes, at most %d", path, j, e.Name, len(e.Value), maxImageEnvLen)
+			}
+		}
+	}
+	return errs
 }
 
 // Pool is a group of identical nodes.
@@ -153,7 +261,7 @@ type TrustDomain struct {
 
 // Load reads and validates a fleet file.
 func Load(path string) (*Fleet, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -163,6 +271,16 @@ func Load(path string) (*Fleet, error) {
 	}
 	f.File = path
 	return f, nil
+}
+
+// WriteFile writes the fleet as a fleet file Load reads back to the same
+// Fleet (patches already applied stay applied).
+func (f *Fleet) WriteFile(path string) error {
+	b, err := yaml.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 // Parse decodes and validates a fleet document. Unknown fields are errors.
@@ -229,6 +347,7 @@ func (f *Fleet) Validate() error {
 		}
 		seen[p.Name] = true
 	}
+	errs = append(errs, validateImages(f.Spec.Images)...)
 	return errors.Join(errs...)
 }
 
@@ -238,8 +357,11 @@ func (p Pool) validate() []error {
 	if msgs := validation.IsDNS1123Label(p.Name); len(msgs) > 0 {
 		add("name: %q is not a DNS label: %s", p.Name, strings.Join(msgs, "; "))
 	}
-	if p.Nodes < 0 {
-		add("nodes: must be >= 0, got %d", p.Nodes)
+	if p.Nodes < 0 || p.Nodes > MaxPoolNodes {
+		add("nodes: must be 0 to %d, got %d", MaxPoolNodes, p.Nodes)
+	}
+	if p.MaxPods < 0 || p.MaxPods > MaxPodsPerNode {
+		add("maxPods: must be 0 (110) to %d, got %d", MaxPodsPerNode, p.MaxPods)
 	}
 	if p.SKU == "" {
 		if p.GPUsPerNode != 0 || p.Sharing != nil || p.DRA != nil {
@@ -250,8 +372,8 @@ func (p Pool) validate() []error {
 		if err != nil {
 			add("sku: %v", err)
 		}
-		if p.GPUsPerNode < 1 {
-			add("gpusPerNode: must be >= 1 for a GPU pool, got %d", p.GPUsPerNode)
+		if p.GPUsPerNode < 1 || p.GPUsPerNode > MaxGPUsPerNode {
+			add("gpusPerNode: must be 1 to %d for a GPU pool, got %d", MaxGPUsPerNode, p.GPUsPerNode)
 		}
 		if err == nil {
 			errs = append(errs, p.Sharing.validate(sku)...)
@@ -313,6 +435,8 @@ func (s *Sharing) validate(sku fakegpu.SKU) []error {
 			add("sharing.%s.config: required for mode %s (a key of the candidate's device-plugin ConfigMap)", field, s.Mode)
 		case r.Replicas < 2:
 			add("sharing.%s.replicas: must be >= 2, got %d", field, r.Replicas)
+		case r.Replicas > MaxReplicas:
+			add("sharing.%s.replicas: at most %d, got %d (each replica is a device the simulator names)", field, MaxReplicas, r.Replicas)
 		}
 	default:
 		add("sharing.mode: unknown mode %q (valid: %s)", s.Mode, strings.Join(modes, ", "))

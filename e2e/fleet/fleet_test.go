@@ -43,7 +43,12 @@ func TestBadFleetsNameTheField(t *testing.T) {
 			[]string{"malformed fleet", "gpus"}},
 		{"malformed YAML", "spec: [\n", []string{"malformed fleet"}},
 		{"no pools", "spec: {pools: []}\n", []string{"spec.pools: at least one pool"}},
-		{"GPU pool without GPUs", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1}\n", []string{"gpusPerNode: must be >= 1"}},
+		{"GPU pool without GPUs", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1}\n", []string{"gpusPerNode: must be 1 to 16"}},
+		{"two billion GPUs on a node", "spec:\n  pools:\n    - {name: gpu, sku: h100-80gb, nodes: 1, gpusPerNode: 2000000000}\n",
+			[]string{"spec.pools[0] (gpu).gpusPerNode: must be 1 to 16 for a GPU pool, got 2000000000"}},
+		{"replicas past the bound", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: time-slicing, timeSlicing: {config: ts, replicas: 100000}}}\n",
+			[]string{"sharing.timeSlicing.replicas: at most 128, got 100000"}},
+		{"maxPods past the bound", "spec:\n  pools:\n    - {name: cpu, nodes: 1, maxPods: 1000000}\n", []string{"maxPods: must be 0 (110) to 1000"}},
 		{"unknown sharing mode", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: vgpu}}\n",
 			[]string{"sharing.mode: unknown mode \"vgpu\"", "exclusive, mig, time-slicing, mps"}},
 		{"MIG on a GPU without MIG", "spec:\n  pools:\n    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1, sharing: {mode: mig, mig: {config: all-1g.5gb, strategy: mixed}}}\n",
@@ -65,6 +70,14 @@ func TestBadFleetsNameTheField(t *testing.T) {
 		{"DRA on a CPU pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1, dra: {mode: gpu}}\n", []string{"sku: required when gpusPerNode, sharing or dra is set"}},
 		{"duplicate pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n    - {name: cpu, nodes: 1}\n", []string{"duplicate pool name"}},
 		{"two documents", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n---\n" + header, []string{"want one Fleet document, found 2"}},
+		{"bad image reference", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  images:\n    - {image: Team/Trainer, env: []}\n",
+			[]string{`spec.images[0].image: "Team/Trainer" is not an image reference`}},
+		{"image ENV from a secret", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  images:\n    - {image: team/trainer, env: [{name: NVIDIA_VISIBLE_DEVICES, valueFrom: {secretKeyRef: {name: s, key: k}}}]}\n",
+			[]string{"spec.images[0].env[0] (NVIDIA_VISIBLE_DEVICES): an image's ENV has a value"}},
+		{"image declared twice", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  images:\n    - {image: team/trainer, env: []}\n    - {image: docker.io/team/trainer, env: []}\n",
+			[]string{`spec.images[1].image: "docker.io/team/trainer" is declared twice`}},
+		{"bad ENV name", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  images:\n    - {image: team/trainer, env: [{name: 1X, value: a}]}\n",
+			[]string{`spec.images[0].env[0].name: "1X" is not an environment variable name`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "fleet.yaml")
@@ -167,5 +180,48 @@ func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
 				assert.Contains(t, err.Error(), w)
 			}
 		})
+	}
+}
+
+// Declared images reach every GPU node as the runtime reads them, and
+// only GPU nodes.
+func TestDeclaredImagesReachGPUNodes(t *testing.T) {
+	f, err := Parse([]byte(header + `spec:
+  pools:
+    - {name: cpu, nodes: 1}
+    - {name: gpu, sku: l4, nodes: 1, gpusPerNode: 1}
+  images:
+    - image: registry.example.com:5000/ml/trainer:v2
+      env: [{name: NVIDIA_VISIBLE_DEVICES, value: all}]
+`))
+	require.NoError(t, err)
+	v, ok := f.Spec.Images[0].SetsVisibleDevices()
+	assert.True(t, ok)
+	assert.Equal(t, "all", v)
+	for _, ns := range f.NodeSpecs() {
+		n, err := ns.Node()
+		require.NoError(t, err)
+		env, err := fakegpu.DecodeImageEnvs(n.Annotations)
+		require.NoError(t, err)
+		if ns.Pool.GPU() {
+			assert.Equal(t, "all", env.Env("registry.example.com:5000/ml/trainer:v2")[0].Value, "node %s", n.Name)
+		} else {
+			assert.Nil(t, env, "a CPU node has no NVIDIA runtime: node %s", n.Name)
+		}
+	}
+}
+
+// A fleet a run writes (patched by its candidate, say) loads back as the
+// same fleet.
+func TestWriteFileLoadsBackTheSameFleet(t *testing.T) {
+	for _, name := range []string{"reference.yaml", "scale-dra-500.yaml", "scale-200.yaml"} {
+		f, err := Load(filepath.Join("..", "..", "manifests", "fleets", name))
+		require.NoError(t, err, name)
+		path := filepath.Join(t.TempDir(), "fleet.yaml")
+		require.NoError(t, f.WriteFile(path), name)
+		back, err := Load(path)
+		require.NoError(t, err, name)
+		back.File = f.File
+		assert.Equal(t, f, back, name)
 	}
 }

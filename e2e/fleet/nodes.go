@@ -27,16 +27,20 @@ type NodeSpec struct {
 	Pool        Pool
 	TrustDomain *TrustDomain
 	Name        string
+	// Images is the fleet's spec.images, as every GPU node's runtime
+	// would read them (nil: none declared).
+	Images fakegpu.ImageEnvs
 }
 
 // NodeSpecs expands the pools into one entry per node.
 func (f *Fleet) NodeSpecs() []NodeSpec {
 	var out []NodeSpec
+	images := f.ImageEnvs()
 	for _, p := range f.Spec.Pools {
 		domain := -1
 		left := 0
 		for i := 0; i < p.Nodes; i++ {
-			spec := NodeSpec{Pool: p, Name: fmt.Sprintf("%s-%d", p.Name, i)}
+			spec := NodeSpec{Pool: p, Name: fmt.Sprintf("%s-%d", p.Name, i), Images: images}
 			if len(p.TrustDomains) > 0 {
 				for left == 0 {
 					domain++
@@ -81,6 +85,9 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 	if p.GPU() {
 		annotations[fakegpu.AnnotationSKU] = p.SKU
 		annotations[fakegpu.AnnotationGPUs] = strconv.Itoa(p.GPUsPerNode)
+		if len(s.Images) > 0 {
+			annotations[fakegpu.AnnotationImageEnv] = s.Images.Encode()
+		}
 		if sh := p.Sharing; sh != nil {
 			if sh.MIG != nil {
 				labels[fakegpu.LabelMIGConfig] = sh.MIG.Config

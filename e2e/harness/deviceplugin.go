@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/incluster"
+	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -121,22 +122,38 @@ func (r *Run) ProbeImage(ctx context.Context, node string) (string, error) {
 const CUDAProbeTag = "nvidia/cuda:gpupool-probe-"
 
 // CUDAProbeImage is that image, pinned by its digest on node: the image a
-// tenant runs its GPU code from. A suite finds it on the node, as the
-// suites run apart from the process that loaded it.
+// tenant runs its GPU code from. A suite finds it in the node's status,
+// as the suites run apart from the process that loaded it. The kubelet
+// refreshes the image list it reports every 30 s (kubelet-facts §4.1), so
+// an image loaded as the cluster came up may show only that much later:
+// it is awaited for up to probeImageWait.
 func (r *Run) CUDAProbeImage(ctx context.Context, node string) (string, error) {
-	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, img := range n.Status.Images {
-		for _, name := range img.Names {
-			if i := strings.Index(name, CUDAProbeTag); i >= 0 && (i == 0 || name[i-1] == '/') {
-				return r.pinnedOnNode(ctx, node, name[i:])
+	var found string
+	err := wait.For(ctx, fmt.Sprintf("node %s to list image %s* in its status", node, CUDAProbeTag), probeImageWait, func(ctx context.Context) (bool, string, error) {
+		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for _, img := range n.Status.Images {
+			for _, name := range img.Names {
+				if i := strings.Index(name, CUDAProbeTag); i >= 0 && (i == 0 || name[i-1] == '/') {
+					found = name[i:]
+					return true, "", nil
+				}
 			}
 		}
+		return false, fmt.Sprintf("%d images listed, none of them it", len(n.Status.Images)), nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w (was it loaded? rerun make build-kind)", err)
 	}
-	return "", fmt.Errorf("node %s has no image %s* (rerun make build-kind)", node, CUDAProbeTag)
+	return r.pinnedOnNode(ctx, node, found)
 }
+
+// probeImageWait bounds the wait for a loaded image to show in a node's
+// status: the kubelet's 30 s image-list refresh, then its next status
+// update.
+const probeImageWait = 90 * time.Second
 
 // pinnedOnNode is image by the digest node reports for it.
 func (r *Run) pinnedOnNode(ctx context.Context, node, image string) (string, error) {

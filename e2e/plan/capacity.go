@@ -12,7 +12,7 @@ import (
 
 // bytesPerNode is what one simulated node costs a run, its share of five
 // pods included: a 10,000-node, 50,000-pod scale run here peaked at 6.81 GiB
-// in the control plane and 2.1 GiB in gpupool (README, Scale), about
+// in the control plane and 2.1 GiB in gpupool (docs/history.md, scale), about
 // 0.9 MiB a node; rounded up.
 const bytesPerNode = 1 << 20
 

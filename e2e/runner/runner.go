@@ -24,6 +24,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -218,6 +219,10 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	if spec.Existing != nil && !spec.SimulatePools && spec.DisruptiveNodes == "" {
 		skip += "," + checks.LabelDisruptive + "=true"
 	}
+	loaded, err := writeLoaded(spec.Out, r)
+	if err != nil {
+		return nil, err
+	}
 	events := filepath.Join(spec.Out, "events.json")
 	ef, err := os.Create(events)
 	if err != nil {
@@ -231,19 +236,24 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	// what they report after this moment is no verdict.
 	stopped := make(chan time.Time, 1)
 	stopWatch := context.AfterFunc(ctx, func() { stopped <- time.Now() })
+	// When the cluster's control plane stops answering, the suites are
+	// stopped too: what a check reports without an apiserver is no
+	// verdict on the contract.
+	sctx, lost := watchControlPlane(ctx, r)
 	for i, s := range spec.Suites {
 		what := fmt.Sprintf("suite %s (%d of %d)", s.Name, i+1, len(spec.Suites))
 		if s.Name == "explore" && spec.Explore.Budget != "0" {
 			what += ": exploring each rule within its budget"
 		}
 		spec.phase("%s", what)
-		if err := runSuite(ctx, s, r, skip, extra, progress, ef); err != nil {
-			if ctx.Err() != nil {
-				break // the stop, which the interrupted checks say
+		if err := runSuite(sctx, s, r, loaded, skip, extra, progress, ef); err != nil {
+			if sctx.Err() != nil {
+				break // the stop or the loss, which the unjudged checks say
 			}
 			summary.Errors = append(summary.Errors, err.Error())
 		}
 	}
+	lostAt, why := lost()
 	ef.Close()
 	var stoppedAt time.Time
 	if !stopWatch() {
@@ -254,10 +264,101 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 		return nil, err
 	}
 	summary.Exploration = exploration(spec)
-	if ctx.Err() != nil && !stoppedAt.IsZero() {
+	switch {
+	case ctx.Err() != nil && !stoppedAt.IsZero():
 		return summary, finishInterrupted(summary, res, spec.Out, started, stoppedAt, stopReason(ctx))
+	case !lostAt.IsZero():
+		spec.Log("%s: the checks not yet judged are errors, not failures", why)
+		return summary, finishLost(summary, res, spec.Out, started, lostAt, why)
 	}
 	return summary, finish(summary, res, spec.Out, started)
+}
+
+// Watching the control plane: probed every controlPlaneProbe, lost after
+// controlPlaneMisses probes in a row go unanswered (about 10 s: longer
+// than a busy apiserver's pause, shorter than a check's wait).
+const (
+	controlPlaneProbe  = 2 * time.Second
+	controlPlaneMisses = 5
+)
+
+// watchControlPlane returns a context for the suites that ends when ctx
+// does or when the run's apiserver stops answering /livez, and lost,
+// which stops the watch and says when the apiserver last answered before
+// it went away, and why (zero: it never went away).
+func watchControlPlane(ctx context.Context, r *harness.Run) (context.Context, func() (time.Time, string)) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	probe := func() error {
+		pctx, pcancel := context.WithTimeout(ctx, controlPlaneProbe)
+		defer pcancel()
+		_, err := r.Client.Discovery().RESTClient().Get().AbsPath("/livez").DoRaw(pctx)
+		return err
+	}
+	gone := func(since time.Time, err error) string {
+		return fmt.Sprintf("the cluster's control plane (%s) stopped answering after %s: %v", r.Cluster.REST.Host, since.Format("15:04:05"), err)
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	// A check cut off may have failed on a refused connection before the
+	// first unanswered probe: what ended after the last answer is
+	// unjudged.
+	lastAnswer := time.Now()
+	var lostAt time.Time
+	var why string
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(controlPlaneProbe)
+		defer t.Stop()
+		misses := 0
+		for {
+			select {
+			case <-done:
+				return
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+			err := probe()
+			if err == nil || ctx.Err() != nil {
+				misses, lastAnswer = 0, time.Now()
+				continue
+			}
+			if misses++; misses >= controlPlaneMisses {
+				lostAt, why = lastAnswer, gone(lastAnswer, err)
+				cancel(errors.New(why))
+				return
+			}
+		}
+	}()
+	return sctx, func() (time.Time, string) {
+		close(done)
+		<-finished
+		cancel(nil)
+		// Suites that fail at once without an apiserver can all end
+		// before the watch has missed enough answers: ask once more.
+		if lostAt.IsZero() && ctx.Err() == nil {
+			if err := retryProbe(ctx, probe); err != nil {
+				lostAt, why = lastAnswer, gone(lastAnswer, err)
+			}
+		}
+		return lostAt, why
+	}
+}
+
+// retryProbe is nil as soon as probe answers, else probe's last error
+// once controlPlaneMisses probes, controlPlaneProbe apart, went unanswered.
+func retryProbe(ctx context.Context, probe func() error) error {
+	var last error
+	err := wait.Every(ctx, "the cluster's control plane to answer /livez", controlPlaneMisses*controlPlaneProbe, controlPlaneProbe, func(context.Context) (bool, string, error) {
+		last = probe()
+		if last != nil {
+			return false, last.Error(), nil
+		}
+		return true, "", nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
 }
 
 // exploration records the run's exploration settings and the
@@ -293,6 +394,29 @@ func SnapshotCluster(ctx context.Context, e *cluster.Existing, dir string, logf 
 	}
 	logf("cluster %s as configured: %d objects of GPU pool config read into %s (%s)", c.Name, len(cand.Objects), dir, cand.Fingerprint())
 	return dir, nil
+}
+
+// loadedPlan is where a run wrote the candidate and fleet it loaded.
+type loadedPlan struct{ candidate, fleet string }
+
+// writeLoaded writes the candidate and fleet the run loaded, validated
+// and installed into the run directory (loaded/candidate, loaded/
+// fleet.yaml). The suites read these, never the source: a candidate or
+// fleet edited while the run goes on changes nothing it checks, and the
+// run directory shows exactly what was checked.
+func writeLoaded(out string, r *harness.Run) (loadedPlan, error) {
+	dir := filepath.Join(out, "loaded")
+	l := loadedPlan{candidate: filepath.Join(dir, "candidate"), fleet: filepath.Join(dir, "fleet.yaml")}
+	if err := os.RemoveAll(dir); err != nil {
+		return l, err
+	}
+	if err := r.Candidate.WriteLoaded(l.candidate); err != nil {
+		return l, fmt.Errorf("writing the loaded candidate into %s: %w", l.candidate, err)
+	}
+	if err := r.Fleet.WriteFile(l.fleet); err != nil {
+		return l, fmt.Errorf("writing the loaded fleet into %s: %w", l.fleet, err)
+	}
+	return l, nil
 }
 
 // stopReason says what stopped the run: a signal, or a deadline.

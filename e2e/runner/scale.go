@@ -112,7 +112,7 @@ func scaleAttached(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 	if snapshot, err = scale.Snapshot(ctx, r.Client); err != nil {
 		return nil, err
 	}
-	return drive(ctx, s, r, snapshot, scale.Options{Log: s.logf,
+	return drive(ctx, s, r, snapshot, scale.Options{Log: s.logf, Phase: s.phase,
 		Labels: map[string]string{harness.LabelRun: name}, NodeSelector: map[string]string{harness.LabelRun: name}})
 }
 
@@ -147,7 +147,7 @@ func scaleOne(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 		return nil, err
 	}
 	defer r.Stop()
-	return drive(ctx, s, r, snapshot, scale.Options{ClusterDir: provider.Dir(), ProfileDir: s.ProfileDir, Log: s.logf})
+	return drive(ctx, s, r, snapshot, scale.Options{ClusterDir: provider.Dir(), ProfileDir: s.ProfileDir, Log: s.logf, Phase: s.phase})
 }
 
 // drive runs the workload on the fleet r brought up, from the apiserver's

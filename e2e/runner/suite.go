@@ -26,12 +26,12 @@ import (
 const SuiteArg = "__suite"
 
 // runSuite runs one suite against the run's cluster (made by the named
-// provider) in a child process, converting its output to test2json events,
+// provider), checking the plan as loaded, in a child process, converting its output to test2json events,
 // appending them to w and printing each check's outcome as it ends
 // (unless logf is nil). The
 // child has a parent-death signal, so even a SIGKILLed gpupool leaves no
 // suite running.
-func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, skipLabels string, extra []string, logf func(format string, args ...any), w io.Writer) error {
+func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, loaded loadedPlan, skipLabels string, extra []string, logf func(format string, args ...any), w io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary to run suite %s: %w", s.Name, err)
@@ -40,8 +40,8 @@ func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, skipLabels st
 		SuiteArg, s.Name,
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
-		"--gpupool.fleet", r.Fleet.File,
-		"--gpupool.candidate", r.Candidate.Dir,
+		"--gpupool.fleet", loaded.fleet,
+		"--gpupool.candidate", loaded.candidate,
 		// Checks only one provider can make are labelled with it.
 		"--skip-labels", skipLabels,
 	}, extra...)...)

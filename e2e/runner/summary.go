@@ -17,18 +17,32 @@ func finish(s *reports.Summary, res *reports.Results, out string, started time.T
 	return finishInterrupted(s, res, out, started, time.Time{}, "")
 }
 
+// finishLost is finish for a run that lost its cluster at at: the checks
+// cut off are errors, not failures.
+func finishLost(s *reports.Summary, res *reports.Results, out string, started, at time.Time, why string) error {
+	return finishUnjudged(s, res, out, started, func() { s.MarkLost(at, why) })
+}
+
 // finishInterrupted is finish for a run stopped at at (zero: not
 // stopped): the checks it stopped are interrupted, not failed, and the
 // suites' "interrupted" errors say nothing the checks do not.
 func finishInterrupted(s *reports.Summary, res *reports.Results, out string, started, at time.Time, why string) error {
+	return finishUnjudged(s, res, out, started, func() {
+		if !at.IsZero() {
+			s.MarkInterrupted(at, why)
+		}
+	})
+}
+
+// finishUnjudged fills the summary in, lets mark say which checks got no
+// verdict, and writes the reports.
+func finishUnjudged(s *reports.Summary, res *reports.Results, out string, started time.Time, mark func()) error {
 	if res != nil {
 		s.Checks = onProvider(reports.Checks(res, checkInfo), s.Provider)
 		sortByArea(s.Checks)
 		s.Errors = append(s.Errors, packageErrors(res)...)
 	}
-	if !at.IsZero() {
-		s.MarkInterrupted(at, why)
-	}
+	mark()
 	s.Duration = time.Since(started).Seconds()
 	s.Finish()
 	if err := s.Write(out); err != nil {

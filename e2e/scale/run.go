@@ -39,6 +39,9 @@ type Options struct {
 	// (the cluster must run with cluster.Tuning.Profiling).
 	ProfileDir string
 	Log        func(format string, args ...any)
+	// Phase, when set, says which phase runs now (the console's status
+	// line or heartbeat names it: a 10,000-node fill runs for minutes).
+	Phase func(format string, args ...any)
 	// Labels go on every object the run creates (namespace, service
 	// accounts, pods): in a cluster gpupool did not make, the run removes
 	// what carries them.
@@ -218,6 +221,9 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 		return res, err
 	}
 	for _, ph := range r.w.Spec.Phases {
+		if r.opt.Phase != nil {
+			r.opt.Phase("scale: fleet %s (%d nodes), phase %s (%s)", r.fl.Metadata.Name, bringUp.Nodes, ph.Name, ph.Opcode)
+		}
 		pr, err := r.phase(ctx, ph)
 		if err != nil {
 			return res, fmt.Errorf("phase %s: %w", ph.Name, err)

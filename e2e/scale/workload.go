@@ -10,7 +10,6 @@ package scale
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -179,19 +179,38 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
 
+// Bounds of a phase, checked before any cluster: ten times the largest
+// built-in run (20,000 pods, 5 live pods a node), far below what would
+// exhaust the machine before the plan's own checks.
+const (
+	MaxPhasePods       = 200000
+	MaxLivePodsPerNode = 250
+	MaxRate            = 10000
+)
+
 // LoadWorkload reads and validates a workload file.
 func LoadWorkload(path string) (*Workload, error) {
-	data, err := os.ReadFile(path)
+	data, err := input.ReadFile(path, input.MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
-	var w Workload
-	if err := yaml.UnmarshalStrict(data, &w); err != nil {
-		return nil, fmt.Errorf("workload %s: malformed: %w", path, err)
+	w, err := ParseWorkload(data)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", path, err)
 	}
 	w.File = path
+	return w, nil
+}
+
+// ParseWorkload decodes and validates a workload document. Unknown fields
+// are errors.
+func ParseWorkload(data []byte) (*Workload, error) {
+	var w Workload
+	if err := yaml.UnmarshalStrict(data, &w); err != nil {
+		return nil, fmt.Errorf("malformed: %w", err)
+	}
 	if err := w.Validate(); err != nil {
-		return nil, fmt.Errorf("workload %s: %w", path, err)
+		return nil, err
 	}
 	return &w, nil
 }
@@ -253,8 +272,12 @@ func (w *Workload) Validate() error {
 			continue
 		}
 		switch {
-		case p.Rate < 0:
-			add("%s.rate: must be >= 0", at)
+		case p.Rate < 0 || p.Rate > MaxRate:
+			add("%s.rate: must be 0 to %g pods/s", at, float64(MaxRate))
+		case p.Pods < 0 || p.Pods > MaxPhasePods:
+			add("%s.pods: must be 0 to %d", at, MaxPhasePods)
+		case p.LivePodsPerNode < 0 || p.LivePodsPerNode > MaxLivePodsPerNode:
+			add("%s.livePodsPerNode: must be 0 to %d", at, MaxLivePodsPerNode)
 		case p.Churn() && p.Rate <= 0:
 			add("%s.rate: a churn phase needs a rate > 0", at)
 		case p.Churn() && p.Duration.Duration <= 0:

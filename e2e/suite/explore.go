@@ -17,7 +17,7 @@ import (
 // through the environment).
 var (
 	exploreSeedFlag   = flag.String("gpupool.explore-seed", os.Getenv("GPUPOOL_EXPLORE_SEED"), "exploration seed: replays a run's shapes exactly (default: a new one, printed)")
-	exploreBudgetFlag = flag.String("gpupool.explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES or SHAPES/TIME, 0 for none (default 60/20s)")
+	exploreBudgetFlag = flag.String("gpupool.explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES, SHAPES/TIME or SHAPES/TIME/SHRINK, 0 for none (default 60/20s/20s)")
 	reportDirFlag     = flag.String("gpupool.report-dir", os.Getenv("GPUPOOL_REPORT_DIR"), "where counterexamples are written (default explore-<time> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	corpusFlag        = flag.String("gpupool.explore-corpus", os.Getenv("GPUPOOL_EXPLORE_CORPUS"), "regression corpus directory (default: the built-in "+DefaultCorpus+")")
 )

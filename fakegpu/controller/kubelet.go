@@ -48,7 +48,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 	for _, o := range onNode {
 		pods = append(pods, o.(*corev1.Pod))
 	}
-	if refused, err := c.admitOnce(ctx, node, pod); refused || err != nil {
+	if refused, err := c.admitOnce(ctx, node, pods, pod); refused || err != nil {
 		return 0, err
 	}
 	var requeue time.Duration

@@ -38,6 +38,9 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 	if len(podClaimNames(p)) > 0 && cdi == nil {
 		return nil // claims not prepared yet; their record requeues the pod
 	}
+	// Images the node's fleet declared: a malformed annotation declares
+	// none, and the facts' own images still count.
+	images, _ := fakegpu.DecodeImageEnvs(node.Annotations)
 	capacity := nvidiaCapacity(node)
 	kn := fakegpu.KubeletNode{Name: node.Name, Labels: node.Labels, Capacity: capacity, Inventory: inv}
 	var per map[string][]string
@@ -66,7 +69,7 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 			}
 			a := fakegpu.ContainerAccess{
 				Name: ctr.Name, Handler: gp.RuntimeHandler, Privileged: privileged(ctr),
-				Env:    fakegpu.MergeEnv(fakegpu.ImageEnv(ctr.Image), resp.Env, env),
+				Env:    fakegpu.MergeEnv(images.Env(ctr.Image), resp.Env, env),
 				Mounts: append(resp.Mounts, devNullMounts(p, ctr)...),
 				CDI:    resp.CDI, CDIAnnotations: resp.CDIAnnotations,
 				Allocated: fakegpu.AllocatedDevices(per[ctr.Name]),

@@ -64,10 +64,23 @@ func image(p workload.Pod, img string) workload.Pod {
 
 // tenantPods are the ways in of gpu-access-facts §8.1: the variable from
 // the image, env, envFrom and valueFrom, each value form, with and without
-// the RuntimeClass.
-func tenantPods(source string) []tenantPod {
+// the RuntimeClass; and each image the fleet declares whose ENV sets the
+// variable (an image a team built FROM CUDA under its own name), tried
+// as the CUDA image is.
+func tenantPods(source string, images []fleet.Image) []tenantPod {
 	rc := func(p workload.Pod) workload.Pod { return p.RuntimeClass(workload.RuntimeClass) }
-	return []tenantPod{
+	var declared []tenantPod
+	for i, im := range images {
+		v, sets := im.SetsVisibleDevices()
+		if !sets {
+			continue
+		}
+		ref := im.Image
+		declared = append(declared, tenantPod{name: fmt.Sprintf("declared-image-%d", i), crossToo: true,
+			what:  fmt.Sprintf("the fleet's image %s (ENV NVIDIA_VISIBLE_DEVICES=%s), no RuntimeClass", ref, v),
+			build: func(p workload.Pod, _ string) workload.Pod { return image(p, ref) }})
+	}
+	return append(declared, []tenantPod{
 		{name: "cuda-image", what: "a CUDA image (ENV NVIDIA_VISIBLE_DEVICES=all), no RuntimeClass", crossToo: true,
 			build: func(p workload.Pod, _ string) workload.Pod { return image(p, workload.CUDAImage) }},
 		{name: "cuda-image-rc", what: "a CUDA image under RuntimeClass nvidia",
@@ -114,7 +127,7 @@ func tenantPods(source string) []tenantPod {
 			}},
 		{name: "nodename-env-all", what: "spec.nodeName set to a node of the pool (no selector, no toleration) and env NVIDIA_VISIBLE_DEVICES=all", bound: true, crossToo: true,
 			build: func(p workload.Pod, _ string) workload.Pod { return setEnv(p, fakegpu.EnvVisibleDevices, "all") }},
-	}
+	}...)
 }
 
 // target is where a check's pods for one pool go: the namespace, and the
@@ -172,7 +185,7 @@ func sourceObjects(ctx context.Context, r *harness.Run, check, ns, name string) 
 	meta := func(n string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{workload.LabelCheck: check}}
 	}
-	for _, tp := range tenantPods(name) {
+	for _, tp := range tenantPods(name, nil) {
 		if tp.source == nil {
 			continue
 		}
@@ -335,7 +348,7 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for _, tp := range tenantPods(source) {
+					for _, tp := range tenantPods(source, r.Fleet.Spec.Images) {
 						// Across trust domains a few shapes say enough.
 						if tg.cross && !tp.crossToo {
 							continue

@@ -85,7 +85,7 @@ func TestNoCrossTrustSharedDevice(t *testing.T) {
 					// take. Not half through the mapped limit: with
 					// extended-resource claims in the mix, about one fill in
 					// four left a claim pod Pending for over 150 s beside a
-					// free share (kube-scheduler v1.37.2; README "GPUs
+					// free share (kube-scheduler v1.37.2; docs/dra.md "GPUs
 					// served by DRA"), which is the scheduler's, not the
 					// candidate's. The limit form is tried above.
 					for i := 0; i < per*p.GPUsPerNode*d.Nodes; i++ {
@@ -102,7 +102,7 @@ func TestNoCrossTrustSharedDevice(t *testing.T) {
 				// the candidate: the rule is about what the devices hold.
 				// (Claims alone, about 1 fill in 20 of the whole suite left
 				// one claim pod Unschedulable beside a free share with
-				// nothing changing after: the scheduler's, README.)
+				// nothing changing after: the scheduler's, docs/dra.md.)
 				refused, err := expect.ScheduledOrRefused(ctx, r.Client, created)
 				holders, herr := deviceHolders(ctx, r, p, trustOf)
 				if herr != nil {

@@ -18,4 +18,5 @@ var Suite = suite.New(&testenv, suite.Funcs{},
 	TestNodeIdentityUnreachableObjects,
 	TestGPUImagesPinned,
 	TestGPUPodsOwnServiceAccount,
+	TestRBACLeastPrivilege,
 )
