@@ -524,6 +524,12 @@ func DRANotReservedError(pod, podUID, claim, claimUID string) error {
 	return fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod, podUID, claim, claimUID)
 }
 
+// DRADriverNotRegisteredError is the kubelet's refusal of a claim whose
+// driver runs no kubelet plugin on the node (kubelet-facts §5.2).
+func DRADriverNotRegisteredError(driver string) error {
+	return fmt.Errorf("DRA driver %s is not registered", driver)
+}
+
 // DRAAllocated is one device of a claim's allocation, as the kubelet
 // plugin reads it from status.allocation.devices.results.
 type DRAAllocated struct {

@@ -73,10 +73,12 @@ func draServedLimits(p *corev1.Pod) map[string]map[string]bool {
 }
 
 // prepareClaims does what the kubelet and NVIDIA's DRA plugin do before a
-// pod on a DRA node starts: every claim allocated and reserved for the
-// pod, every device of the driver still published by the node. It
+// pod with claims starts, on any node (kubelet-facts §5): every claim
+// allocated and reserved for the pod, its driver's plugin on the node,
+// every device of the driver still published by the node. It
 // returns the CDI devices to inject.
 func (c *Controller) prepareClaims(node *corev1.Node, p *corev1.Pod) ([]string, error) {
+	_, draOn, _ := fakegpu.DRAConfigFor(node.Annotations)
 	published := map[string]bool{}
 	objs, err := c.slices.GetIndexer().ByIndex(sliceIndex, node.Name)
 	if err != nil {
@@ -110,7 +112,11 @@ func (c *Controller) prepareClaims(node *corev1.Node, p *corev1.Pod) ([]string, 
 		if claim.Status.Allocation == nil || !slices.ContainsFunc(claim.Status.ReservedFor, func(r resourcev1.ResourceClaimConsumerReference) bool { return r.UID == p.UID }) {
 			return nil, fmt.Errorf("%w: %w", errClaimNotSeen, fakegpu.DRANotReservedError(p.Name, string(p.UID), claim.Name, string(claim.UID)))
 		}
-		prepared, err := fakegpu.DRAPrepare(node.Name, published, string(claim.UID), fakegpu.DRAAllocatedOf(claim))
+		allocated := fakegpu.DRAAllocatedOf(claim)
+		if !draOn && len(allocated) > 0 {
+			return nil, fakegpu.DRADriverNotRegisteredError(allocated[0].Driver)
+		}
+		prepared, err := fakegpu.DRAPrepare(node.Name, published, string(claim.UID), allocated)
 		if err != nil {
 			return nil, err
 		}
@@ -121,13 +127,21 @@ func (c *Controller) prepareClaims(node *corev1.Node, p *corev1.Pod) ([]string, 
 	return cdi, nil
 }
 
-// reconcileClaims plays the node side of DRA for a pod bound to a DRA
-// node: it records the prepared CDI devices, or shows the pod's
+// reconcileClaims plays the node side of DRA for a pod with claims bound
+// to any simulated GPU node (on a node without the driver it never
+// starts): it records the prepared CDI devices, or shows the pod's
 // containers not starting with the kubelet's event. A pod whose devices
 // left while it ran (its node's MIG layout changed) fails, as its
 // device-plugin sibling does (failPodsOnRepartition).
 func (c *Controller) reconcileClaims(ctx context.Context, node *corev1.Node, p *corev1.Pod) (time.Duration, error) {
 	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		return 0, nil
+	}
+	recorded := p.Annotations[fakegpu.AnnotationCDIDevices]
+	if _, draOn, _ := fakegpu.DRAConfigFor(node.Annotations); !draOn && recorded != "" {
+		// Prepared while the driver ran: the kubelet prepares only before
+		// it creates the sandbox (kubelet-facts §5.1), so the driver
+		// leaving does not take the devices from running containers.
 		return 0, nil
 	}
 	cdi, err := c.prepareClaims(node, p)
@@ -136,7 +150,6 @@ func (c *Controller) reconcileClaims(ctx context.Context, node *corev1.Node, p *
 			return 200 * time.Millisecond, nil
 		}
 	}
-	recorded := p.Annotations[fakegpu.AnnotationCDIDevices]
 	switch {
 	case err == nil && recorded == "":
 		if c.opt.SkipDeviceRecords {

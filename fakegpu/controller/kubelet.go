@@ -52,7 +52,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		return 0, err
 	}
 	var requeue time.Duration
-	if _, dra, _ := fakegpu.DRAConfigFor(node.Annotations); dra && len(podClaimNames(pod)) > 0 {
+	if len(podClaimNames(pod)) > 0 {
 		if requeue, err = c.reconcileClaims(ctx, node, pod); err != nil {
 			return 0, err
 		}
