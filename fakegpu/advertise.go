@@ -72,7 +72,7 @@ type device struct {
 
 // effectiveMIGStrategy is the strategy the plugin runs with: MIG_STRATEGY
 // (from the ClusterPolicy) first, then the config file's flags.migStrategy
-// (facts §1: environment beats file), then the plugin's default, none.
+// (stack-facts §1: environment beats file), then the plugin's default, none.
 func effectiveMIGStrategy(state StackState) string {
 	if state.MIGStrategy != "" {
 		return state.MIGStrategy
@@ -97,16 +97,17 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 
 	sharing, _ := state.DevicePlugin.SharingMode()
 	if err := checkMPSCapable(inv, sharing, migState); err != nil {
-		// GFD exits before it writes a label (facts §3). The plugin refuses
-		// MPS on MIG devices and with mixed (facts §2); under none the doc
-		// does not say it fails, but the node is taken as advertising
-		// nothing all the same: no pool is built on a half-started stack.
+		// GFD exits before it writes a label (stack-facts §3). The plugin
+		// refuses MPS on MIG devices and with mixed (stack-facts §2); under
+		// none the doc does not say it fails, but the node is taken as
+		// advertising nothing all the same: no pool is built on a
+		// half-started stack.
 		return Advertisement{Resources: map[string]int64{}, Labels: map[string]string{}, Err: err}
 	}
 
 	labels := baseLabels(inv.SKU)
-	// facts §3: mps.capable is true exactly when sharing.mps is configured
-	// (and no GPU is MIG-enabled, checked above).
+	// stack-facts §3: mps.capable is true exactly when sharing.mps is
+	// configured (and no GPU is MIG-enabled, checked above).
 	labels["nvidia.com/mps.capable"] = strconv.FormatBool(sharing == SharingMPS)
 	if strategy != MIGStrategyNone {
 		labels["nvidia.com/mig.strategy"] = strategy
@@ -114,7 +115,7 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 
 	devices, err := enumerate(inv, strategy, migState)
 	if err != nil {
-		// GFD labels the node as invalid (facts §3
+		// GFD labels the node as invalid (stack-facts §3
 		// newInvalidMigStrategyLabeler); the plugin advertises nothing.
 		labels["nvidia.com/gpu.product"] = sanitizeProduct(inv.SKU.Product) + "-MIG-INVALID"
 		labels["nvidia.com/gpu.count"] = "0"
@@ -148,7 +149,7 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 			product := sanitizeProduct(inv.SKU.Product)
 			mem := inv.SKU.MemoryMiB
 			// gpu.count counts every physical GPU, MIG-enabled or not
-			// (facts §3): under mixed it is not the nvidia.com/gpu count.
+			// (stack-facts §3): under mixed it is not the nvidia.com/gpu count.
 			count := inv.Count
 			if p := devs[0].profile; p != nil { // single strategy: the MIG devices are the GPUs
 				product += "-MIG-" + migDeviceName(p.Name)
@@ -160,7 +161,7 @@ func Advertise(inv NodeInventory, state StackState) Advertisement {
 			if allMIGEnabled(devs) {
 				// GFD labels MIG-enabled whole GPUs without sharing; a
 				// non-MIG GPU of the same model brings the configured
-				// replicas back (facts §3 gpu.replicas).
+				// replicas back (stack-facts §3 gpu.replicas).
 				labelReplicas, shareStrategy = 0, SharingNone
 			}
 			if labelReplicas > 1 && !renamed {
@@ -247,7 +248,7 @@ func enumerate(inv NodeInventory, strategy string, migState func(int) GPUState) 
 func migDeviceName(profile string) string { return strings.ReplaceAll(profile, "+", ".") }
 
 // checkMPSCapable is GFD's refusal of MPS on a node with a MIG-enabled
-// GPU, whatever the MIG strategy (facts §3 mps.capable).
+// GPU, whatever the MIG strategy (stack-facts §3 mps.capable).
 func checkMPSCapable(inv NodeInventory, sharing string, migState func(int) GPUState) error {
 	if sharing != SharingMPS {
 		return nil
@@ -290,8 +291,9 @@ func allMIGEnabled(devs []device) bool {
 }
 
 // baseLabels are GFD's labels that depend only on the GPU model and the
-// driver (facts §3). Not written, on purpose:
-//   - nvidia.com/gpu.present: the GPU Operator writes it, not GFD (facts §6);
+// driver (stack-facts §3). Not written, on purpose:
+//   - nvidia.com/gpu.present: the GPU Operator writes it, not GFD
+//     (stack-facts §6);
 //   - nvidia.com/gfd.timestamp: it changes on every run, so the node
 //     controller would rewrite the node forever (as GFD with noTimestamp);
 //   - vgpu.host-driver-*, gpu.clique: no simulated GPU is a vGPU or

@@ -33,8 +33,8 @@ func (c advertiseCase) run(t *testing.T) Advertisement {
 	return Advertise(NodeInventory{SKU: mustSKU(t, c.sku), Count: c.count}, state)
 }
 
-// TestAdvertiseResourceNames covers the resource-name table of the facts
-// doc, section 2, and time-slicing's multiplication of counts.
+// TestAdvertiseResourceNames covers the resource-name table of
+// stack-facts §2, and time-slicing's multiplication of counts.
 func TestAdvertiseResourceNames(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -44,124 +44,124 @@ func TestAdvertiseResourceNames(t *testing.T) {
 		bug     string
 	}{
 		{
-			// facts §2: DP@1b826acc internal/rm — none, MIG off: nvidia.com/gpu per GPU
+			// stack-facts §2: DP@1b826acc internal/rm — none, MIG off: nvidia.com/gpu per GPU
 			name: "none/MIG off",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyNone},
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — none, MIG on: nvidia.com/gpu, whole GPU, MIG ignored
+			// stack-facts §2: DP@1b826acc internal/rm — none, MIG on: nvidia.com/gpu, whole GPU, MIG ignored
 			name: "none/MIG on",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyNone, mig: migAll(8, oneG5)},
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
 			// not in facts: the plugin's flag default is none (the doc lists none|single|mixed,
-			// facts §1 DP@1b826acc api/config/v1/flags.go, and gives no default) — an unset
+			// stack-facts §1 DP@1b826acc api/config/v1/flags.go, and gives no default) — an unset
 			// strategy advertises as none
 			name: "unset strategy is none",
 			node: advertiseCase{sku: "a100-40gb", count: 2, mig: migAll(2, oneG5)},
 			want: map[string]int64{"nvidia.com/gpu": 2},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single, MIG off: nvidia.com/gpu per GPU
+			// stack-facts §2: DP@1b826acc internal/rm — single, MIG off: nvidia.com/gpu per GPU
 			name: "single/MIG off",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle},
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single, MIG on: nvidia.com/gpu, one per MIG device
+			// stack-facts §2: DP@1b826acc internal/rm — single, MIG on: nvidia.com/gpu, one per MIG device
 			name: "single/MIG on",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5)},
 			want: map[string]int64{"nvidia.com/gpu": 56},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single, MIG on, another single profile
+			// stack-facts §2: DP@1b826acc internal/rm — single, MIG on, another single profile
 			name: "single/MIG on 2g.10gb",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, twoG10)},
 			want: map[string]int64{"nvidia.com/gpu": 24},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single: "all devices on the node must be configured with the same migEnabled value"
+			// stack-facts §2: DP@1b826acc internal/rm — single: "all devices on the node must be configured with the same migEnabled value"
 			name:    "single/MIG on some GPUs",
 			node:    advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migFirst(8, 4, oneG5)},
 			want:    map[string]int64{},
 			wantErr: []string{"all devices on the node must be configured with the same migEnabled value"},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single: "more than one MIG device type present on node" (one GPU)
+			// stack-facts §2: DP@1b826acc internal/rm — single: "more than one MIG device type present on node" (one GPU)
 			name:    "single/mixed profiles on each GPU",
 			node:    advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, balanced)},
 			want:    map[string]int64{},
 			wantErr: []string{"more than one MIG device type present on node"},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single: "more than one MIG device type present on node" (across GPUs)
+			// stack-facts §2: DP@1b826acc internal/rm — single: "more than one MIG device type present on node" (across GPUs)
 			name:    "single/different profile per GPU",
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategySingle, mig: []GPUState{{MIGEnabled: true, Devices: oneG5}, {MIGEnabled: true, Devices: twoG10}}},
 			want:    map[string]int64{},
 			wantErr: []string{"more than one MIG device type present on node"},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — single: every GPU must be MIG-enabled with the
+			// stack-facts §2: DP@1b826acc internal/rm — single: every GPU must be MIG-enabled with the
 			// same single profile; MIG-enabled GPUs with no MIG devices (layout all-enabled) have
-			// none (facts §3: "at least one MIG device is enabled but empty"), so nothing is advertised
+			// none (stack-facts §3: "at least one MIG device is enabled but empty"), so nothing is advertised
 			name:    "single/MIG on without MIG devices",
 			node:    advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, noDevices)},
 			want:    map[string]int64{},
 			wantErr: []string{"MIG"},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed, MIG off: nvidia.com/gpu per GPU
+			// stack-facts §2: DP@1b826acc internal/rm — mixed, MIG off: nvidia.com/gpu per GPU
 			name: "mixed/MIG off",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed},
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed names MIG devices nvidia.com/mig-<profile>
+			// stack-facts §2: DP@1b826acc internal/rm — mixed names MIG devices nvidia.com/mig-<profile>
 			name: "mixed/MIG on",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5)},
 			want: map[string]int64{"nvidia.com/mig-1g.5gb": 56},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed, several profiles per GPU
+			// stack-facts §2: DP@1b826acc internal/rm — mixed, several profiles per GPU
 			name: "mixed/balanced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, balanced)},
 			want: map[string]int64{"nvidia.com/mig-1g.5gb": 16, "nvidia.com/mig-2g.10gb": 8, "nvidia.com/mig-3g.20gb": 8},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed turns + into .: nvidia.com/mig-1g.5gb.me
+			// stack-facts §2: DP@1b826acc internal/rm — mixed turns + into .: nvidia.com/mig-1g.5gb.me
 			name: "mixed/+me profile",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5me)},
 			want: map[string]int64{"nvidia.com/mig-1g.5gb.me": 8},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed turns + into .: A30's 2g.12gb+me (facts §5) is nvidia.com/mig-2g.12gb.me
+			// stack-facts §2: DP@1b826acc internal/rm — mixed turns + into .: A30's 2g.12gb+me (stack-facts §5) is nvidia.com/mig-2g.12gb.me
 			name: "mixed/A30 2g.12gb+me",
 			node: advertiseCase{sku: "a30-24gb", count: 2, strategy: MIGStrategyMixed, mig: migAll(2, map[string]int{"2g.12gb+me": 1, "1g.6gb": 2})},
 			want: map[string]int64{"nvidia.com/mig-2g.12gb.me": 2, "nvidia.com/mig-1g.6gb": 4},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed, some GPUs MIG-enabled: both kinds advertised
+			// stack-facts §2: DP@1b826acc internal/rm — mixed, some GPUs MIG-enabled: both kinds advertised
 			name: "mixed/MIG on some GPUs",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migFirst(8, 4, oneG5)},
 			want: map[string]int64{"nvidia.com/gpu": 4, "nvidia.com/mig-1g.5gb": 28},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed: one nvidia.com/mig-<profile> per MIG device,
+			// stack-facts §2: DP@1b826acc internal/rm — mixed: one nvidia.com/mig-<profile> per MIG device,
 			// so MIG-enabled GPUs without MIG devices advertise nothing
 			name: "mixed/MIG on without MIG devices",
 			node: advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategyMixed, mig: migAll(2, noDevices)},
 			want: map[string]int64{},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm — mixed on H100: profile names come from the GPU (facts §5)
+			// stack-facts §2: DP@1b826acc internal/rm — mixed on H100: profile names come from the GPU (stack-facts §5)
 			name: "mixed/H100 1g.10gb",
 			node: advertiseCase{sku: "h100-80gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG10)},
 			want: map[string]int64{"nvidia.com/mig-1g.10gb": 56},
 		},
 		{
-			// facts §1: GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — GO sets
+			// stack-facts §1: GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — GO sets
 			// MIG_STRATEGY only when spec.mig.strategy is set, so with it unset the config file's
 			// flags.migStrategy applies (flag > env > file, flags.go UpdateFromCLIFlags)
 			name: "config flags.migStrategy mixed",
@@ -169,66 +169,66 @@ func TestAdvertiseResourceNames(t *testing.T) {
 			want: map[string]int64{"nvidia.com/mig-1g.5gb": 56},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing,
+			// stack-facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing,
 			// renameByDefault: 1 L4 × 4 = nvidia.com/gpu.shared: 4, no nvidia.com/gpu
 			name: "time-slicing renameByDefault",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategyNone, dp: dpTimeSlicing4Renamed},
 			want: map[string]int64{"nvidia.com/gpu.shared": 4},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing,
+			// stack-facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing,
 			// no rename: 1 L4 × 4 = nvidia.com/gpu: 4
 			name: "time-slicing",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategyNone, dp: dpTimeSlicing4},
 			want: map[string]int64{"nvidia.com/gpu": 4},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
+			// stack-facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
 			// multiplies per GPU: 4 L4 × 4 = 16
 			name: "time-slicing 4 GPUs",
 			node: advertiseCase{sku: "l4", count: 4, strategy: MIGStrategyNone, dp: dpTimeSlicing4},
 			want: map[string]int64{"nvidia.com/gpu": 16},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/replicas.go disableResoureRenaming — a custom rename
+			// stack-facts §1: DP@1b826acc api/config/v1/replicas.go disableResoureRenaming — a custom rename
 			// with renameByDefault false is cleared (a warning): the replicas stay nvidia.com/gpu
 			name: "time-slicing explicit rename is ignored",
 			node: advertiseCase{sku: "l4", count: 2, dp: "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n"},
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — sharing.mps takes replicas as timeSlicing does, and
-			// facts §2: internal/rm/device_map.go updateDeviceMapWithReplicas multiplies: 2 L4 × 3 = 6
+			// stack-facts §1: DP@1b826acc api/config/v1 — sharing.mps takes replicas as timeSlicing does, and
+			// stack-facts §2: internal/rm/device_map.go updateDeviceMapWithReplicas multiplies: 2 L4 × 3 = 6
 			name: "mps",
 			node: advertiseCase{sku: "l4", count: 2, dp: dpMPS3},
 			want: map[string]int64{"nvidia.com/gpu": 6},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: 2 L4 × MPS's 3, not time-slicing's 4
+			// stack-facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: 2 L4 × MPS's 3, not time-slicing's 4
 			name: "time-slicing and mps: mps wins",
 			node: advertiseCase{sku: "l4", count: 2, dp: "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n"},
 			want: map[string]int64{"nvidia.com/gpu": 6},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — sharing.mps with a
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — sharing.mps with a
 			// MIG-enabled GPU: GFD fails ("MPS sharing is not supported for mig devices"). That
-			// nothing is advertised is the simulator's choice (not in facts): §2's plugin
-			// refusals cover MIG devices and mixed, neither of which applies under none
+			// nothing is advertised is the simulator's choice (the doc is silent): the plugin
+			// refusals of stack-facts §2 cover MIG devices and mixed, neither of which applies under none
 			name:    "mps with MIG on, none",
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategyNone, mig: migAll(2, oneG5), dp: dpMPS3},
 			want:    map[string]int64{},
 			wantErr: []string{"MPS sharing is not supported for mig devices"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — GFD fails with one
-			// MIG-enabled GPU (facts §2: internal/plugin/mps.go getMPSOptions refuses MIG devices too)
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — GFD fails with one
+			// MIG-enabled GPU (stack-facts §2: internal/plugin/mps.go getMPSOptions refuses MIG devices too)
 			name:    "mps with MIG on, single",
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategySingle, mig: migAll(2, oneG5), dp: dpMPS3},
 			want:    map[string]int64{},
 			wantErr: []string{"MPS sharing is not supported for mig devices"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — any MIG-enabled GPU is
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — any MIG-enabled GPU is
 			// enough: one of two under mixed
 			name:    "mps with MIG on one GPU, mixed",
 			node:    advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategyMixed, mig: migFirst(2, 1, oneG5), dp: dpMPS3},
@@ -236,7 +236,7 @@ func TestAdvertiseResourceNames(t *testing.T) {
 			wantErr: []string{"MPS sharing is not supported for mig devices"},
 		},
 		{
-			// facts §2: DP@1b826acc cmd/nvidia-device-plugin/main.go validateFlags — the plugin
+			// stack-facts §2: DP@1b826acc cmd/nvidia-device-plugin/main.go validateFlags — the plugin
 			// refuses MPS with mixed even without MIG-enabled GPUs: "using --mig-strategy=mixed is
 			// not supported with MPS"
 			name:    "mps with mixed, MIG off",
@@ -245,7 +245,7 @@ func TestAdvertiseResourceNames(t *testing.T) {
 			wantErr: []string{"using --mig-strategy=mixed is not supported with MPS"},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
+			// stack-facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
 			// a MIG resource under mixed, renameByDefault
 			name: "time-slicing mixed MIG resource",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5),
@@ -253,7 +253,7 @@ func TestAdvertiseResourceNames(t *testing.T) {
 			want: map[string]int64{"nvidia.com/mig-1g.5gb.shared": 112},
 		},
 		{
-			// facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
+			// stack-facts §2: DP@1b826acc internal/rm/device_map.go updateDeviceMapWithReplicas — time-slicing
 			// under single: the MIG devices are nvidia.com/gpu
 			name: "time-slicing single MIG",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5), dp: dpTimeSlicing4},
@@ -271,13 +271,13 @@ func TestAdvertiseResourceNames(t *testing.T) {
 	}
 }
 
-// dpMPSAndTimeSlicing sets both sharing sections; MPS wins (facts §1).
+// dpMPSAndTimeSlicing sets both sharing sections; MPS wins (stack-facts §1).
 const dpMPSAndTimeSlicing = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n"
 
 // dpTimeSlicingGPU4 time-slices whole GPUs 4 ways, not renamed.
 const dpTimeSlicingGPU4 = "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n"
 
-// TestAdvertiseLabels covers the GFD labels of the facts doc, section 3.
+// TestAdvertiseLabels covers the GFD labels of stack-facts §3.
 func TestAdvertiseLabels(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -289,7 +289,7 @@ func TestAdvertiseLabels(t *testing.T) {
 		bug      string
 	}{
 		{
-			// facts §3: DP@1b826acc internal/lm — whole GPUs: product sanitised, count, replicas 1,
+			// stack-facts §3: DP@1b826acc internal/lm — whole GPUs: product sanitised, count, replicas 1,
 			// memory, family, compute capability, mig.capable, driver version
 			name: "A100 whole GPUs",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyNone},
@@ -311,7 +311,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			absent: []string{"nvidia.com/mig.strategy"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newVersionLabeler — cuda.runtime-version.{major,minor,full}
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newVersionLabeler — cuda.runtime-version.{major,minor,full}
 			// (driver 550.90.07 ships CUDA 12.4)
 			name: "CUDA runtime version",
 			node: advertiseCase{sku: "l4", count: 1},
@@ -322,7 +322,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newVersionLabeler — deprecated copies
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newVersionLabeler — deprecated copies
 			// cuda.driver.{major,minor,rev} and cuda.runtime.{major,minor}
 			name: "deprecated CUDA version copies",
 			node: advertiseCase{sku: "l4", count: 1},
@@ -335,21 +335,21 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newGPUModeLabeler — gpu.mode by PCI class;
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newGPUModeLabeler — gpu.mode by PCI class;
 			// the simulated GPUs are compute-class
 			name: "gpu.mode compute",
 			node: advertiseCase{sku: "h100-80gb", count: 8},
 			want: map[string]string{"nvidia.com/gpu.mode": "compute"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm machine-type.go — gpu.machine is `unknown` when
+			// stack-facts §3: DP@1b826acc internal/lm machine-type.go — gpu.machine is `unknown` when
 			// /sys/class/dmi/id/product_name is unreadable, as on a simulated node
 			name: "gpu.machine unknown",
 			node: advertiseCase{sku: "t4", count: 1},
 			want: map[string]string{"nvidia.com/gpu.machine": "unknown"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm vgpu.go — vgpu.present=false on a non-vGPU node,
+			// stack-facts §3: DP@1b826acc internal/lm vgpu.go — vgpu.present=false on a non-vGPU node,
 			// and no vgpu.host-driver-* labels
 			name:   "vgpu.present false",
 			node:   advertiseCase{sku: "a30-24gb", count: 1},
@@ -357,59 +357,59 @@ func TestAdvertiseLabels(t *testing.T) {
 			absent: []string{"nvidia.com/vgpu.host-driver-version", "nvidia.com/vgpu.host-driver-branch"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm timestamp.go — gfd.timestamp is absent with noTimestamp;
+			// stack-facts §3: DP@1b826acc internal/lm timestamp.go — gfd.timestamp is absent with noTimestamp;
 			// the simulator never writes it (it would change every run and churn the node)
 			name:   "no gfd.timestamp",
 			node:   advertiseCase{sku: "l4", count: 1},
 			absent: []string{"nvidia.com/gfd.timestamp"},
 		},
 		{
-			// facts §3 and §6: GO@a22dbf67 controllers/state_manager.go gpuNodeLabels — gpu.present
+			// stack-facts §3 and §6: GO@a22dbf67 controllers/state_manager.go gpuNodeLabels — gpu.present
 			// is written by the GPU Operator, not by GFD
 			name:   "no gpu.present",
 			node:   advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5)},
 			absent: []string{"nvidia.com/gpu.present"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm imex.go — gpu.clique only on fabric-attached GPUs
+			// stack-facts §3: DP@1b826acc internal/lm imex.go — gpu.clique only on fabric-attached GPUs
 			name:   "no gpu.clique",
 			node:   advertiseCase{sku: "h100-80gb", count: 8},
 			absent: []string{"nvidia.com/gpu.clique"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=false without sharing.mps
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=false without sharing.mps
 			name: "mps.capable false, no sharing",
 			node: advertiseCase{sku: "l4", count: 1},
 			want: map[string]string{"nvidia.com/mps.capable": "false"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=false under time-slicing
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=false under time-slicing
 			name: "mps.capable false, time-slicing",
 			node: advertiseCase{sku: "l4", count: 1, dp: dpTimeSlicing4},
 			want: map[string]string{"nvidia.com/mps.capable": "false"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true with sharing.mps
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true with sharing.mps
 			name: "mps.capable true, mps",
 			node: advertiseCase{sku: "l4", count: 2, dp: dpMPS3},
 			want: map[string]string{"nvidia.com/mps.capable": "true", "nvidia.com/gpu.sharing-strategy": SharingMPS},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true when both
-			// are set (facts §1: MPS wins)
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true when both
+			// are set (stack-facts §1: MPS wins)
 			name: "mps.capable true, mps and time-slicing",
 			node: advertiseCase{sku: "l4", count: 2, dp: dpMPSAndTimeSlicing},
 			want: map[string]string{"nvidia.com/mps.capable": "true", "nvidia.com/gpu.replicas": "3"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true on a
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — mps.capable=true on a
 			// MIG-capable GPU whose MIG is off
 			name: "mps.capable true, MIG-capable GPU with MIG off",
 			node: advertiseCase{sku: "a100-40gb", count: 2, strategy: MIGStrategySingle, dp: dpMPS3},
 			want: map[string]string{"nvidia.com/mps.capable": "true", "nvidia.com/mig.capable": "true"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — sharing.mps with a
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — sharing.mps with a
 			// MIG-enabled GPU: GFD fails ("MPS sharing is not supported for mig devices") and
 			// publishes nothing
 			name:     "mps with MIG on: GFD fails",
@@ -418,7 +418,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			wantErr:  []string{"MPS sharing is not supported for mig devices"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — GFD fails with MIG-enabled
+			// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — GFD fails with MIG-enabled
 			// GPUs under strategy none as well (it checks the GPUs, not the strategy)
 			name:     "mps with MIG on, none: GFD fails",
 			node:     advertiseCase{sku: "a30-24gb", count: 1, strategy: MIGStrategyNone, mig: migAll(1, map[string]int{"1g.6gb": 4}), dp: dpMPS3},
@@ -426,19 +426,19 @@ func TestAdvertiseLabels(t *testing.T) {
 			wantErr:  []string{"MPS sharing is not supported for mig devices"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — spaces become -: "NVIDIA H100 80GB HBM3" → NVIDIA-H100-80GB-HBM3
+			// stack-facts §3: DP@1b826acc internal/lm — spaces become -: "NVIDIA H100 80GB HBM3" → NVIDIA-H100-80GB-HBM3
 			name: "H100 product spaces",
 			node: advertiseCase{sku: "h100-80gb", count: 1, strategy: MIGStrategyNone},
 			want: map[string]string{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.family": "hopper", "nvidia.com/gpu.compute.major": "9"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mig.capable=false on a GPU without MIG (facts §5: L4)
+			// stack-facts §3: DP@1b826acc internal/lm — mig.capable=false on a GPU without MIG (stack-facts §5: L4)
 			name: "L4 not MIG-capable",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategyNone},
 			want: map[string]string{"nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/mig.capable": "false", "nvidia.com/gpu.replicas": "1"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — -SHARED when replicas > 1 and not renamed; gpu.replicas = configured replicas
+			// stack-facts §3: DP@1b826acc internal/lm — -SHARED when replicas > 1 and not renamed; gpu.replicas = configured replicas
 			name: "time-slicing not renamed",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategyNone, dp: dpTimeSlicing4},
 			want: map[string]string{
@@ -449,7 +449,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — renameByDefault: no -SHARED suffix
+			// stack-facts §3: DP@1b826acc internal/lm — renameByDefault: no -SHARED suffix
 			name: "time-slicing renameByDefault",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategyNone, dp: dpTimeSlicing4Renamed},
 			want: map[string]string{
@@ -459,46 +459,46 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/replicas.go disableResoureRenaming (GFD calls it
+			// stack-facts §1: DP@1b826acc api/config/v1/replicas.go disableResoureRenaming (GFD calls it
 			// too) — a custom rename with renameByDefault false is cleared, so the resource is not
-			// renamed and facts §3's -SHARED suffix applies
+			// renamed and stack-facts §3's -SHARED suffix applies
 			name: "time-slicing explicit rename is ignored",
 			node: advertiseCase{sku: "l4", count: 1, dp: "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n"},
 			want: map[string]string{"nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "4"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — gpu.replicas is 1 when not shared: sharing config
+			// stack-facts §3: DP@1b826acc internal/lm — gpu.replicas is 1 when not shared: sharing config
 			// for another resource leaves the GPU unshared (no suffix, strategy none)
 			name: "sharing another resource",
 			node: advertiseCase{sku: "l4", count: 1, dp: "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 4\n"},
 			want: map[string]string{"nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.replicas": "1", "nvidia.com/gpu.sharing-strategy": SharingNone},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — sharing-strategy=mps under MPS
+			// stack-facts §3: DP@1b826acc internal/lm — sharing-strategy=mps under MPS
 			name: "mps",
 			node: advertiseCase{sku: "l4", count: 2, dp: dpMPS3},
 			want: map[string]string{"nvidia.com/gpu.replicas": "3", "nvidia.com/gpu.sharing-strategy": SharingMPS},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mig.strategy is set for single
+			// stack-facts §3: DP@1b826acc internal/lm — mig.strategy is set for single
 			name: "mig.strategy single",
 			node: advertiseCase{sku: "l4", count: 1, strategy: MIGStrategySingle},
 			want: map[string]string{"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-L4"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mig.strategy is set for mixed
+			// stack-facts §3: DP@1b826acc internal/lm — mig.strategy is set for mixed
 			name: "mig.strategy mixed",
 			node: advertiseCase{sku: "a100-40gb", count: 1, strategy: MIGStrategyMixed},
 			want: map[string]string{"nvidia.com/mig.strategy": "mixed"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mig.strategy is never set for none, even with MIG on
+			// stack-facts §3: DP@1b826acc internal/lm — mig.strategy is never set for none, even with MIG on
 			name:   "mig.strategy none",
 			node:   advertiseCase{sku: "a100-40gb", count: 1, strategy: MIGStrategyNone, mig: migAll(1, oneG5)},
 			absent: []string{"nvidia.com/mig.strategy"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — gpu.replicas is 0 with sharing-strategy none when
+			// stack-facts §3: DP@1b826acc internal/lm — gpu.replicas is 0 with sharing-strategy none when
 			// every GPU of the model is MIG-enabled (strategy none too), even with sharing configured
 			name: "none/MIG on: replicas 0",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyNone, mig: migAll(8, oneG5), dp: dpTimeSlicing4},
@@ -510,7 +510,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — one non-MIG GPU of the model brings the configured
+			// stack-facts §3: DP@1b826acc internal/lm — one non-MIG GPU of the model brings the configured
 			// replicas back (strategy none)
 			name: "none/MIG on some GPUs: configured replicas",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyNone, mig: migFirst(8, 7, oneG5), dp: dpTimeSlicingGPU4},
@@ -522,7 +522,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — single, MIG off:
+			// stack-facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — single, MIG off:
 			// gpu.count = every physical GPU
 			name:   "single/MIG off: count",
 			node:   advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle},
@@ -530,7 +530,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			absent: []string{"nvidia.com/gpu.slices.gi", "nvidia.com/gpu.engines.copy"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — single: product <model>-MIG-<profile>, count = MIG
+			// stack-facts §3: DP@1b826acc internal/lm — single: product <model>-MIG-<profile>, count = MIG
 			// devices, memory = MIG memory, MIG attributes under nvidia.com/gpu
 			name: "single/MIG on",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5)},
@@ -548,7 +548,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			absent: []string{"nvidia.com/mig-1g.5gb.count"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — single: gpu.engines.{copy,decoder,encoder,jpeg,ofa};
+			// stack-facts §3: DP@1b826acc internal/lm — single: gpu.engines.{copy,decoder,encoder,jpeg,ofa};
 			// the figures are the catalog's (UNVERIFIED, MIG user guide: 1g.5gb has 1 copy engine,
 			// no media engines)
 			name: "single/MIG on: engines",
@@ -562,7 +562,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — single +me: the media engines show in gpu.engines.*
+			// stack-facts §3: DP@1b826acc internal/lm — single +me: the media engines show in gpu.engines.*
 			// (catalog figures, UNVERIFIED: 1g.5gb+me has 1 decoder, 1 JPEG, 1 OFA)
 			name: "single/+me: engines",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5me)},
@@ -575,7 +575,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — single + time-slicing not renamed: -MIG-<profile>-SHARED
+			// stack-facts §3: DP@1b826acc internal/lm — single + time-slicing not renamed: -MIG-<profile>-SHARED
 			name: "single/MIG on, time-sliced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5), dp: dpTimeSlicing4},
 			want: map[string]string{
@@ -585,7 +585,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, invalid ("more
+			// stack-facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, invalid ("more
 			// than one MIG device type present on node"): -MIG-INVALID, count/replicas/memory 0,
 			// sharing-strategy "" (empty)
 			name: "single/invalid balanced",
@@ -602,7 +602,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			wantErr: []string{"more than one MIG device type present on node"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, invalid ("devices
+			// stack-facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, invalid ("devices
 			// with MIG enabled and disable detected"): -MIG-INVALID
 			name: "single/invalid partial",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migFirst(8, 1, oneG5)},
@@ -616,7 +616,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			wantErr: []string{"all devices on the node must be configured with the same migEnabled value"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, MIG on but empty
+			// stack-facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single, MIG on but empty
 			// ("at least one MIG device is enabled but empty"): -MIG-INVALID, even with sharing configured
 			name: "single/invalid empty MIG",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, noDevices), dp: dpTimeSlicing4},
@@ -630,7 +630,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			wantErr: []string{"MIG"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm and internal/resource/nvml-mig-device.go GetAttributes —
+			// stack-facts §3: DP@1b826acc internal/lm and internal/resource/nvml-mig-device.go GetAttributes —
 			// mixed: per-profile labels; every physical GPU MIG-enabled: gpu.replicas 0, gpu.count all GPUs
 			name: "mixed/MIG on",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5)},
@@ -652,7 +652,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			absent: []string{"nvidia.com/mig-2g.10gb.count", "nvidia.com/gpu.slices.gi", "nvidia.com/gpu.engines.copy"},
 		},
 		{
-			// facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — mixed:
+			// stack-facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — mixed:
 			// mig-<profile>.engines.{copy,decoder,encoder,jpeg,ofa} (catalog figures, UNVERIFIED)
 			name: "mixed/engines",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, balanced)},
@@ -670,7 +670,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — mixed +me
+			// stack-facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — mixed +me
 			// (the . form): mig-1g.10gb.me.engines.* on H100 (catalog figures, UNVERIFIED)
 			name: "mixed/+me engines",
 			node: advertiseCase{sku: "h100-80gb", count: 2, strategy: MIGStrategyMixed, mig: migAll(2, map[string]int{"1g.10gb+me": 1})},
@@ -683,7 +683,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — mixed, some GPUs
+			// stack-facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — mixed, some GPUs
 			// MIG-enabled: gpu.count counts every physical GPU (8), not the 4 advertised nvidia.com/gpu
 			name: "mixed/MIG on some GPUs: count",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migFirst(8, 4, oneG5)},
@@ -696,7 +696,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — mixed, some GPUs
+			// stack-facts §3: DP@1b826acc internal/lm/mig-strategy.go newGPULabelers — mixed, some GPUs
 			// MIG-enabled and time-sliced: a non-MIG GPU brings the configured replicas back; count all 8
 			name: "mixed/MIG on some GPUs, time-sliced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migFirst(8, 4, oneG5), dp: dpTimeSlicingGPU4},
@@ -708,7 +708,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mixed, every GPU MIG-enabled: gpu.replicas 0 and
+			// stack-facts §3: DP@1b826acc internal/lm — mixed, every GPU MIG-enabled: gpu.replicas 0 and
 			// sharing-strategy none even with nvidia.com/gpu time-sliced; no -SHARED
 			name: "mixed/MIG on, nvidia.com/gpu time-sliced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5), dp: dpTimeSlicingGPU4},
@@ -720,7 +720,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mixed, balanced: one label set per profile
+			// stack-facts §3: DP@1b826acc internal/lm — mixed, balanced: one label set per profile
 			name: "mixed/balanced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, balanced)},
 			want: map[string]string{
@@ -734,8 +734,8 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — memory is
-			// NVML's MIG memory, not the GB in the name (facts §5 UNVERIFIED dump: H100-80GB-HBM3
+			// stack-facts §3: DP@1b826acc internal/resource/nvml-mig-device.go GetAttributes — memory is
+			// NVML's MIG memory, not the GB in the name (stack-facts §5 UNVERIFIED dump: H100-80GB-HBM3
 			// 3g.40gb = 40448 MiB, 60 SMs)
 			name: "mixed/H100 3g.40gb memory and SMs",
 			node: advertiseCase{sku: "h100-80gb", count: 1, strategy: MIGStrategyMixed, mig: migAll(1, map[string]int{"3g.40gb": 2})},
@@ -745,7 +745,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mixed + time-slicing a MIG resource, not renamed: -SHARED, replicas, strategy
+			// stack-facts §3: DP@1b826acc internal/lm — mixed + time-slicing a MIG resource, not renamed: -SHARED, replicas, strategy
 			name: "mixed/MIG time-sliced",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5),
 				dp: "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n"},
@@ -756,7 +756,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mixed: the profile with + turned into . (so the
+			// stack-facts §3: DP@1b826acc internal/lm — mixed: the profile with + turned into . (so the
 			// product label holds only [A-Za-z0-9-_.]): NVIDIA-A100-SXM4-40GB-MIG-1g.5gb.me
 			name: "mixed/+me product",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5me)},
@@ -766,7 +766,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — mixed: A30 2g.12gb+me (facts §5) labels as mig-2g.12gb.me
+			// stack-facts §3: DP@1b826acc internal/lm — mixed: A30 2g.12gb+me (stack-facts §5) labels as mig-2g.12gb.me
 			name: "mixed/A30 2g.12gb+me",
 			node: advertiseCase{sku: "a30-24gb", count: 1, strategy: MIGStrategyMixed, mig: migAll(1, map[string]int{"2g.12gb+me": 1})},
 			want: map[string]string{
@@ -775,7 +775,7 @@ func TestAdvertiseLabels(t *testing.T) {
 			},
 		},
 		{
-			// facts §3: DP@1b826acc internal/lm — single: product <model>-MIG-<profile> with + turned into .
+			// stack-facts §3: DP@1b826acc internal/lm — single: product <model>-MIG-<profile> with + turned into .
 			name: "single/+me product",
 			node: advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5me)},
 			want: map[string]string{
@@ -800,15 +800,15 @@ func TestAdvertiseLabels(t *testing.T) {
 
 func TestSanitizeProduct(t *testing.T) {
 	tests := []struct{ in, want string }{
-		// facts §3: DP@1b826acc internal/lm — spaces become -
+		// stack-facts §3: DP@1b826acc internal/lm — spaces become -
 		{"NVIDIA A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB"},
-		// facts §3: DP@1b826acc internal/lm — spaces become -
+		// stack-facts §3: DP@1b826acc internal/lm — spaces become -
 		{"Tesla T4", "Tesla-T4"},
-		// facts §3: DP@1b826acc internal/lm — characters outside [A-Za-z0-9-_. ] are dropped
+		// stack-facts §3: DP@1b826acc internal/lm — characters outside [A-Za-z0-9-_. ] are dropped
 		{"NVIDIA GeForce RTX 3090 (TM)", "NVIDIA-GeForce-RTX-3090-TM"},
-		// facts §3: DP@1b826acc internal/lm — characters outside [A-Za-z0-9-_. ] are dropped
+		// stack-facts §3: DP@1b826acc internal/lm — characters outside [A-Za-z0-9-_. ] are dropped
 		{"NVIDIA A100® PCIe/80GB", "NVIDIA-A100-PCIe80GB"},
-		// facts §3: DP@1b826acc internal/lm — - _ . are kept
+		// stack-facts §3: DP@1b826acc internal/lm — - _ . are kept
 		{"A_B.C-D", "A_B.C-D"},
 	}
 	for _, tc := range tests {
@@ -828,23 +828,23 @@ func TestAdvertiseLabelsAreValid(t *testing.T) {
 		node advertiseCase
 		bug  string
 	}{
-		// facts §3: DP@1b826acc internal/lm — whole GPUs, with the version, mode, machine and vGPU labels
+		// stack-facts §3: DP@1b826acc internal/lm — whole GPUs, with the version, mode, machine and vGPU labels
 		{"whole GPUs", advertiseCase{sku: "h200-141gb", count: 8, strategy: MIGStrategyNone}, ""},
-		// facts §3: DP@1b826acc internal/lm — time-sliced
+		// stack-facts §3: DP@1b826acc internal/lm — time-sliced
 		{"time-sliced", advertiseCase{sku: "t4", count: 2, dp: dpTimeSlicing4}, ""},
-		// facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — MPS, mps.capable
+		// stack-facts §3: DP@1b826acc internal/lm/nvml.go newSharingLabeler — MPS, mps.capable
 		{"mps", advertiseCase{sku: "l40s", count: 2, dp: dpMPS3}, ""},
-		// facts §3: DP@1b826acc internal/lm — single MIG, with gpu.engines.*
+		// stack-facts §3: DP@1b826acc internal/lm — single MIG, with gpu.engines.*
 		{"single MIG", advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5)}, ""},
-		// facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single invalid, sharing-strategy ""
+		// stack-facts §3: DP@1b826acc internal/lm newInvalidMigStrategyLabeler — single invalid, sharing-strategy ""
 		{"single invalid", advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, balanced)}, ""},
-		// facts §3: DP@1b826acc internal/lm — mixed balanced, with mig-<profile>.engines.*
+		// stack-facts §3: DP@1b826acc internal/lm — mixed balanced, with mig-<profile>.engines.*
 		{"mixed balanced", advertiseCase{sku: "h100-80gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, map[string]int{"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1})}, ""},
-		// facts §3: DP@1b826acc internal/lm — product: characters outside [A-Za-z0-9-_. ] dropped / + turned into .
+		// stack-facts §3: DP@1b826acc internal/lm — product: characters outside [A-Za-z0-9-_. ] dropped / + turned into .
 		{"mixed +me", advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategyMixed, mig: migAll(8, oneG5me)}, ""},
-		// facts §3: DP@1b826acc internal/lm — product: characters outside [A-Za-z0-9-_. ] dropped / + turned into .
+		// stack-facts §3: DP@1b826acc internal/lm — product: characters outside [A-Za-z0-9-_. ] dropped / + turned into .
 		{"single +me", advertiseCase{sku: "a100-40gb", count: 8, strategy: MIGStrategySingle, mig: migAll(8, oneG5me)}, ""},
-		// facts §3: DP@1b826acc internal/lm — mixed A30 2g.12gb+me
+		// stack-facts §3: DP@1b826acc internal/lm — mixed A30 2g.12gb+me
 		{"mixed A30 +me", advertiseCase{sku: "a30-24gb", count: 2, strategy: MIGStrategyMixed, mig: migAll(2, map[string]int{"2g.12gb+me": 1, "1g.6gb": 2})}, ""},
 	}
 	for _, tc := range tests {

@@ -40,7 +40,7 @@ const (
 	AnnotationObservedConfig = "fakegpu.gpupool.dev/observed-config"
 )
 
-// Node labels the GPU Operator writes (facts §6 "Node labels GO writes").
+// Node labels the GPU Operator writes (stack-facts §6 "Node labels GO writes").
 const (
 	// LabelGPUPresent marks a GPU node (GO, from NFD's PCI labels; the
 	// simulator has no NFD and takes every node with a GPU inventory).
@@ -52,7 +52,7 @@ const (
 	LabelDeployGFD          = "nvidia.com/gpu.deploy.gpu-feature-discovery"
 	LabelDeployMIGManager   = "nvidia.com/gpu.deploy.mig-manager"
 	// LabelDeployClient is GO main's; the MIG manager pauses it only if a
-	// node has it (facts §4 step 4).
+	// node has it (stack-facts §4 step 4).
 	LabelDeployClient = "nvidia.com/gpu.deploy.client"
 	// LabelDeployPrefix starts every deploy label: the stack never removes one.
 	LabelDeployPrefix = "nvidia.com/gpu.deploy."
@@ -65,8 +65,9 @@ const (
 // OperatorDeployLabels are the deploy labels GOmod (v25.3.4, the CRD the
 // simulated cluster serves) writes as "true" on every GPU node that lacks
 // them, container workloads only; LabelDeployMIGManager is added on
-// MIG-capable nodes (facts §6, GOmod@d73a0086 controllers/state_manager.go
-// labelGPUNodes). A value already there, "false" or paused, is kept.
+// MIG-capable nodes (stack-facts §6, GOmod@d73a0086
+// controllers/state_manager.go labelGPUNodes). A value already there,
+// "false" or paused, is kept.
 var OperatorDeployLabels = []string{
 	"nvidia.com/gpu.deploy.driver",
 	LabelDeployGFD,
@@ -81,7 +82,7 @@ var OperatorDeployLabels = []string{
 // MIGPausedLabels are the deploy labels the MIG manager sets to
 // PausedForMIGChange while it reconfigures and back to "true" when it ends,
 // a "false" staying "false" and a missing one written; LabelDeployClient
-// joins them only where present (facts §4 step 4, MP@bd7160f4
+// joins them only where present (stack-facts §4 step 4, MP@bd7160f4
 // pkg/mig/reconfigure/reconfigure.go shutdownKubernetesGPUClients).
 var MIGPausedLabels = []string{
 	LabelDeployDevicePlugin,
@@ -92,7 +93,7 @@ var MIGPausedLabels = []string{
 }
 
 // MIGConfigAllDisabled is the layout GO labels MIG-capable nodes with when
-// ClusterPolicy migManager.config.default asks for it (facts §4 step 1).
+// ClusterPolicy migManager.config.default asks for it (stack-facts §4 step 1).
 const MIGConfigAllDisabled = "all-disabled"
 
 // MIG config states (nvidia.com/mig.config.state).

@@ -7,7 +7,7 @@ import (
 )
 
 // MIGProfile is one MIG device type a GPU can be split into. Its name,
-// slices and MaxPerGPU are mig-parted's (facts §5). Its run-time figures
+// slices and MaxPerGPU are mig-parted's (stack-facts §5). Its run-time figures
 // (MemoryMiB, Multiprocessors, Engines) are what NVML reports for a MIG
 // device and GFD copies into labels; the facts doc holds none of them as
 // verified, so each carries its Provenance.
@@ -41,7 +41,7 @@ type MIGEngines struct {
 // every figure to either the facts doc or an explicit UNVERIFIED mark.
 type Provenance struct {
 	// Verified is true only when the facts doc vouches for the figure;
-	// Source then starts with "facts §".
+	// Source then starts with "stack-facts §".
 	Verified bool
 	// Source names where the figure comes from; an unverified figure's
 	// Source says UNVERIFIED.
@@ -88,17 +88,17 @@ func (s SKU) ProfileNames() []string {
 
 // LayoutName is the name mig-parted gives the layout that puts this
 // profile alone on every GPU: all-<profile> with + turned into .
-// (all-1g.5gb.me, all-2g.12gb.me; facts §4 step 2, §5).
+// (all-1g.5gb.me, all-2g.12gb.me; stack-facts §4 step 2, §5).
 func (p MIGProfile) LayoutName() string { return "all-" + migDeviceName(p.Name) }
 
-// Sources of the run-time figures. Facts §5: MIG memory and SM labels come
-// from NVML at run time and upstream source holds no authoritative per-SKU
-// figures; the doc quotes a few third-party dumps, marked UNVERIFIED, and
-// has no engine counts at all.
+// Sources of the run-time figures. By stack-facts §5, MIG memory and SM
+// labels come from NVML at run time and upstream source holds no
+// authoritative per-SKU figures; the doc quotes a few third-party dumps,
+// marked UNVERIFIED, and has no engine counts at all.
 var (
 	// figEstimate: the simulator's own estimate (memory by memory slices,
 	// SMs by compute slices); nothing vouches for it.
-	figEstimate = Provenance{Source: "UNVERIFIED: simulator estimate; facts §5 says no upstream source holds MIG memory or SM figures"}
+	figEstimate = Provenance{Source: "UNVERIFIED: simulator estimate; stack-facts §5 says no upstream source holds MIG memory or SM figures"}
 	// engMIGGuide: NVIDIA's public MIG user guide (Supported MIG Profiles:
 	// copy engines, NVDEC, JPEG, OFA; none of these GPUs has NVENC, so
 	// encoders are 0). Not in the facts doc and not checked against
@@ -108,9 +108,9 @@ var (
 )
 
 // figDump is a figure the facts doc quotes from a third-party label dump of
-// the named product (facts §5, UNVERIFIED there).
+// the named product (stack-facts §5, UNVERIFIED there).
 func figDump(product string) Provenance {
-	return Provenance{Source: "facts §5 UNVERIFIED: third-party GFD label dump of " + product}
+	return Provenance{Source: "stack-facts §5 UNVERIFIED: third-party GFD label dump of " + product}
 }
 
 // figure is one profile's MIG memory and SM count, with their source.
@@ -136,10 +136,10 @@ var (
 )
 
 // sevenSliceProfiles is the 7/8-slice geometry of A100 and H100/H200 class
-// GPUs (facts §5): the profile names differ only by their memory size in
+// GPUs (stack-facts §5): the profile names differ only by their memory size in
 // GB, as mig-parted spells them. gb and fig are, in order: 1g, 1g with
 // double memory, 2g, 3g, 4g, 7g; 1g+me has 1g's slices and so its figure.
-// Its layout is named all-<1g>.me (facts §5).
+// Its layout is named all-<1g>.me (stack-facts §5).
 func sevenSliceProfiles(gb [6]int, fig [6]figure, engines [7]MIGEngines) []MIGProfile {
 	name := func(g, i int) string { return fmt.Sprintf("%dg.%dgb", g, gb[i]) }
 	p := func(name string, compute, memory, max int, f figure, e MIGEngines) MIGProfile {
@@ -162,11 +162,11 @@ func sevenSliceProfiles(gb [6]int, fig [6]figure, engines [7]MIGEngines) []MIGPr
 	}
 }
 
-// a30Profiles is the A30's 4-slice geometry (facts §5): 1g.6gb ×4,
+// a30Profiles is the A30's 4-slice geometry (stack-facts §5): 1g.6gb ×4,
 // 1g.6gb+me ×1, 2g.12gb ×2, 2g.12gb+me ×1, 4g.24gb ×1, no 1g with double
-// memory. The +me layouts are all-1g.6gb.me and all-2g.12gb.me (facts §5).
-// Every figure is the simulator's estimate; the engines are the MIG user
-// guide's A30 table.
+// memory. The +me layouts are all-1g.6gb.me and all-2g.12gb.me
+// (stack-facts §5). Every figure is the simulator's estimate; the engines
+// are the MIG user guide's A30 table.
 func a30Profiles() []MIGProfile {
 	p := func(name string, slices, max, mib, sms int, e MIGEngines) MIGProfile {
 		return MIGProfile{Name: name, ComputeSlices: slices, MemorySlices: slices, MaxPerGPU: max,
@@ -182,7 +182,7 @@ func a30Profiles() []MIGProfile {
 }
 
 // Catalog holds the GPUs fakegpu can simulate, keyed by the SKU key fleets use.
-// PCI ids and MIG geometry are mig-parted's (facts §5, MP@bd7160f4
+// PCI ids and MIG geometry are mig-parted's (stack-facts §5, MP@bd7160f4
 // deployments/systemd/config-default.yaml). Product names, whole-GPU
 // memory, family and compute capability are what NVML reports on these
 // products; the facts doc does not list them. MIG figures: see MIGProfile.
@@ -210,7 +210,7 @@ var Catalog = map[string]SKU{
 		Key: "h100-80gb", Product: "NVIDIA H100 80GB HBM3", MemoryMiB: 81559,
 		PCIDeviceIDs: []string{"0x233010DE", "0x233110DE", "0x232210DE"},
 		Family:       "hopper", ComputeMajor: 9, ComputeMinor: 0, ComputeSlices: 7, MemorySlices: 8,
-		// Not go-nvml's mock figures (facts §5: synthetic). The doc found
+		// Not go-nvml's mock figures (stack-facts §5: synthetic). The doc found
 		// no source for 2g.20gb (20096 MiB is unconfirmed), so it and the
 		// other undumped profiles are estimates.
 		MIGProfiles: sevenSliceProfiles([6]int{10, 20, 20, 40, 40, 80},
@@ -232,7 +232,7 @@ var Catalog = map[string]SKU{
 		Family:       "ampere", ComputeMajor: 8, ComputeMinor: 0, ComputeSlices: 4, MemorySlices: 4,
 		MIGProfiles: a30Profiles(),
 	},
-	// L4, L40S and T4 are not MIG-capable (facts §5).
+	// L4, L40S and T4 are not MIG-capable (stack-facts §5).
 	"l4": {
 		Key: "l4", Product: "NVIDIA L4", MemoryMiB: 23034,
 		PCIDeviceIDs: []string{"0x27B810DE"}, Family: "ada-lovelace", ComputeMajor: 8, ComputeMinor: 9,

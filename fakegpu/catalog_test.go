@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// facts §4 and §5: MP@bd7160f4 deployments/systemd/config-default.yaml —
+// stack-facts §4 and §5: MP@bd7160f4 deployments/systemd/config-default.yaml —
 // device-filter ids are the PCI device id followed by the NVIDIA vendor id,
 // 0x<device>10DE.
 var pciDeviceID = regexp.MustCompile(`^0x[0-9A-F]{4}10DE$`)
@@ -36,15 +36,15 @@ func TestCatalogPCIDeviceIDsPerGPU(t *testing.T) {
 		sku string
 		ids []string
 	}{
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB device filter
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB device filter
 		{"a100-40gb", []string{"0x20B010DE", "0x20B110DE", "0x20F110DE", "0x20F610DE"}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row: the A100-80GB ids
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row: the A100-80GB ids
 		{"a100-80gb", []string{"0x20B210DE", "0x20B510DE"}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row: the H100-80GB ids
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row: the H100-80GB ids
 		{"h100-80gb", []string{"0x233010DE", "0x233110DE", "0x232210DE"}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB device filter
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB device filter
 		{"h200-141gb", []string{"0x233510DE", "0x233B10DE"}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30-24GB device filter
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30-24GB device filter
 		{"a30-24gb", []string{"0x20B710DE"}},
 	}
 	for _, tc := range tests {
@@ -64,7 +64,7 @@ func TestCatalogMIGProfilesFitTheirGPU(t *testing.T) {
 		s := Catalog[key]
 		for _, p := range s.MIGProfiles {
 			t.Run(key+"/"+p.Name, func(t *testing.T) {
-				// facts §4 step 8 and §5: MP@bd7160f4 deployments/systemd/config-default.yaml —
+				// stack-facts §4 step 8 and §5: MP@bd7160f4 deployments/systemd/config-default.yaml —
 				// a profile alone, at its maximum count, fits the GPU (7 compute, 8 memory slices).
 				if p.MaxPerGPU < 1 {
 					t.Errorf("MaxPerGPU = %d", p.MaxPerGPU)
@@ -92,32 +92,32 @@ func TestCatalogMIGProfilesPerGPU(t *testing.T) {
 		profiles map[string]int // profile -> at most per GPU
 		balanced map[string]int // the all-balanced layout, must fit
 	}{
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB row
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB row
 		{"a100-40gb",
 			map[string]int{"1g.5gb": 7, "1g.5gb+me": 1, "1g.10gb": 4, "2g.10gb": 3, "3g.20gb": 2, "4g.20gb": 1, "7g.40gb": 1},
 			map[string]int{"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row
 		{"a100-80gb",
 			map[string]int{"1g.10gb": 7, "1g.10gb+me": 1, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
 			map[string]int{"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB / H100-80GB row
 		{"h100-80gb",
 			map[string]int{"1g.10gb": 7, "1g.10gb+me": 1, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
 			map[string]int{"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB row
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB row
 		{"h200-141gb",
 			map[string]int{"1g.18gb": 7, "1g.18gb+me": 1, "1g.35gb": 4, "2g.35gb": 3, "3g.71gb": 2, "4g.71gb": 1, "7g.141gb": 1},
 			map[string]int{"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30-24GB row, with
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30-24GB row, with
 		// 1g.6gb+me ×1 and 2g.12gb+me ×1 (layout all-2g.12gb.me); no 1g with double memory
 		{"a30-24gb",
 			map[string]int{"1g.6gb": 4, "1g.6gb+me": 1, "2g.12gb": 2, "2g.12gb+me": 1, "4g.24gb": 1},
 			map[string]int{"1g.6gb": 2, "2g.12gb": 1}},
-		// facts §5 — L4 is not MIG-capable
+		// stack-facts §5 — L4 is not MIG-capable
 		{"l4", nil, nil},
-		// facts §5 — L40S is not MIG-capable
+		// stack-facts §5 — L40S is not MIG-capable
 		{"l40s", nil, nil},
-		// facts §5 — T4 is not MIG-capable
+		// stack-facts §5 — T4 is not MIG-capable
 		{"t4", nil, nil},
 	}
 	for _, tc := range tests {
@@ -187,7 +187,7 @@ func TestSKUKeysSorted(t *testing.T) {
 	}
 }
 
-// TestCatalogFigureProvenance holds every MIG figure to facts §5: MIG
+// TestCatalogFigureProvenance holds every MIG figure to stack-facts §5: MIG
 // memory and SMs come from NVML at run time and no upstream source holds
 // authoritative per-SKU figures, and the doc has no engine counts. So a
 // figure either cites the doc as verified, or says UNVERIFIED.
@@ -199,7 +199,7 @@ func TestCatalogFigureProvenance(t *testing.T) {
 					switch {
 					case src.Source == "":
 						t.Errorf("%s: no source", what)
-					case src.Verified && (!strings.HasPrefix(src.Source, "facts §") || strings.Contains(src.Source, "UNVERIFIED")):
+					case src.Verified && (!strings.HasPrefix(src.Source, "stack-facts §") || strings.Contains(src.Source, "UNVERIFIED")):
 						t.Errorf("%s: verified, but the source %q does not cite the facts doc as verified", what, src.Source)
 					case !src.Verified && !strings.Contains(src.Source, "UNVERIFIED"):
 						t.Errorf("%s: unverified, but the source %q does not say UNVERIFIED", what, src.Source)
@@ -220,14 +220,14 @@ func TestCatalogFactsDumpFigures(t *testing.T) {
 		sku, profile string
 		mib, sms     int
 	}{
-		// facts §5: UNVERIFIED third-party label dump — H100-80GB-HBM3 1g.10gb = 9984 MiB, 16 SMs
+		// stack-facts §5: UNVERIFIED third-party label dump — H100-80GB-HBM3 1g.10gb = 9984 MiB, 16 SMs
 		{"h100-80gb", "1g.10gb", 9984, 16},
-		// facts §5: UNVERIFIED third-party label dump — H100-80GB-HBM3 3g.40gb = 40448 MiB, 60 SMs
+		// stack-facts §5: UNVERIFIED third-party label dump — H100-80GB-HBM3 3g.40gb = 40448 MiB, 60 SMs
 		{"h100-80gb", "3g.40gb", 40448, 60},
-		// facts §5: UNVERIFIED third-party label dump — A100-80GB-PCIe 1g.10gb = 9728 MiB, 14 SMs
+		// stack-facts §5: UNVERIFIED third-party label dump — A100-80GB-PCIe 1g.10gb = 9728 MiB, 14 SMs
 		// (the catalog's a100-80gb is the SXM4 card, same GA100 and memory)
 		{"a100-80gb", "1g.10gb", 9728, 14},
-		// facts §5: UNVERIFIED third-party label dump — A100-80GB-PCIe 3g.40gb = 40192 MiB, 42 SMs
+		// stack-facts §5: UNVERIFIED third-party label dump — A100-80GB-PCIe 3g.40gb = 40192 MiB, 42 SMs
 		{"a100-80gb", "3g.40gb", 40192, 42},
 	}
 	for _, tc := range tests {
@@ -239,8 +239,8 @@ func TestCatalogFactsDumpFigures(t *testing.T) {
 			if p.MemoryMiB != tc.mib || p.Multiprocessors != tc.sms {
 				t.Errorf("%d MiB, %d SMs; want %d MiB, %d SMs", p.MemoryMiB, p.Multiprocessors, tc.mib, tc.sms)
 			}
-			if p.Figures.Verified || !strings.HasPrefix(p.Figures.Source, "facts §5 UNVERIFIED") {
-				t.Errorf("source %+v: want the facts §5 dump, unverified", p.Figures)
+			if p.Figures.Verified || !strings.HasPrefix(p.Figures.Source, "stack-facts §5 UNVERIFIED") {
+				t.Errorf("source %+v: want the stack-facts §5 dump, unverified", p.Figures)
 			}
 		})
 	}
@@ -253,10 +253,10 @@ func TestCatalogNoMockFigures(t *testing.T) {
 		sku, profile string
 		mib          int
 	}{
-		// facts §5: NVIDIA/go-nvml@2f9e261f pkg/nvml/mock/gpus/h100.go is synthetic — H100-80GB
+		// stack-facts §5: NVIDIA/go-nvml@2f9e261f pkg/nvml/mock/gpus/h100.go is synthetic — H100-80GB
 		// 1g.10gb 10240 MiB is not hardware truth
 		{"h100-80gb", "1g.10gb", 10240},
-		// facts §5: NVIDIA/go-nvml@2f9e261f pkg/nvml/mock — A100-80GB 1g.10gb 9856 MiB disagrees
+		// stack-facts §5: NVIDIA/go-nvml@2f9e261f pkg/nvml/mock — A100-80GB 1g.10gb 9856 MiB disagrees
 		// with public dumps
 		{"a100-80gb", "1g.10gb", 9856},
 	}
@@ -275,17 +275,17 @@ func TestCatalogNoMockFigures(t *testing.T) {
 // (JPEG, OFA) added. The engine figures themselves are UNVERIFIED.
 func TestCatalogMediaExtensions(t *testing.T) {
 	tests := []struct{ sku, me string }{
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB 1g.5gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-40GB 1g.5gb+me ×1
 		{"a100-40gb", "1g.5gb+me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB 1g.10gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A100-80GB 1g.10gb+me ×1
 		{"a100-80gb", "1g.10gb+me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H100-80GB 1g.10gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H100-80GB 1g.10gb+me ×1
 		{"h100-80gb", "1g.10gb+me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB 1g.18gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — H200-141GB 1g.18gb+me ×1
 		{"h200-141gb", "1g.18gb+me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 1g.6gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 1g.6gb+me ×1
 		{"a30-24gb", "1g.6gb+me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 2g.12gb+me ×1
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 2g.12gb+me ×1
 		{"a30-24gb", "2g.12gb+me"},
 	}
 	for _, tc := range tests {
@@ -315,13 +315,13 @@ func TestCatalogMediaExtensions(t *testing.T) {
 
 func TestMIGProfileLayoutName(t *testing.T) {
 	tests := []struct{ sku, profile, want string }{
-		// facts §4 step 2: MP@bd7160f4 pkg/mig/builder/builder.go buildMigConfigSpec — all-<profile>
+		// stack-facts §4 step 2: MP@bd7160f4 pkg/mig/builder/builder.go buildMigConfigSpec — all-<profile>
 		{"a100-40gb", "1g.5gb", "all-1g.5gb"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — +me layouts are named .me: all-1g.5gb.me
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — +me layouts are named .me: all-1g.5gb.me
 		{"a100-40gb", "1g.5gb+me", "all-1g.5gb.me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — all-1g.6gb.me
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — all-1g.6gb.me
 		{"a30-24gb", "1g.6gb+me", "all-1g.6gb.me"},
-		// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 2g.12gb+me: layout all-2g.12gb.me
+		// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — A30 2g.12gb+me: layout all-2g.12gb.me
 		{"a30-24gb", "2g.12gb+me", "all-2g.12gb.me"},
 	}
 	for _, tc := range tests {
@@ -348,7 +348,7 @@ func TestCatalogMatchesGPUOperatorLayouts(t *testing.T) {
 		s := Catalog[key]
 		for _, p := range s.MIGProfiles {
 			t.Run(key+"/"+p.LayoutName(), func(t *testing.T) {
-				// facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — all-<profile> (+me: .me) holds MaxPerGPU
+				// stack-facts §5: MP@bd7160f4 deployments/systemd/config-default.yaml — all-<profile> (+me: .me) holds MaxPerGPU
 				gpus, err := cfg.Apply(p.LayoutName(), s, 2)
 				if err != nil {
 					t.Fatalf("Apply: %v", err)

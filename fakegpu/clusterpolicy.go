@@ -27,7 +27,7 @@ type ClusterPolicySettings struct {
 	GFDEnabled          bool
 	RuntimeClass        string
 	// What decides whether a container without the nvidia handler sees
-	// its GPU (facts §6): spec.cdi.enabled (unset: false in the served
+	// its GPU (stack-facts §6): spec.cdi.enabled (unset: false in the served
 	// CRD), spec.toolkit.enabled, and whether the toolkit makes nvidia the
 	// default runtime (its installer does unless toolkit.env says
 	// NVIDIA_RUNTIME_SET_AS_DEFAULT or CONTAINERD_SET_AS_DEFAULT=false).
@@ -134,7 +134,7 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 	}
 	if c := s.MIGManager.Config; c != nil {
 		// The served CRD defaults both fields, but only inside a config
-		// object that is present (GOmod@d73a0086 CRD; facts §4 step 1
+		// object that is present (GOmod@d73a0086 CRD; stack-facts §4 step 1
 		// names the default, the CRD and GOmod state_manager.go, which
 		// checks Config != nil, say it applies only then).
 		out.MIGManagerConfig, out.MIGManagerDefault = c.Name, c.Default

@@ -14,20 +14,20 @@ func TestParseClusterPolicy(t *testing.T) {
 		bug     string
 	}{
 		{
-			// not in facts (§6 lists the flags, not their defaults): GO api/nvidia/v1/clusterpolicy_types.go
+			// not in the facts (stack-facts §6 lists the flags, not their defaults): GO api/nvidia/v1/clusterpolicy_types.go
 			// IsEnabled treats an unset enable flag as true
 			name: "enable flags default true",
 			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: none\n",
 			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin/gfd/migManager .enabled: false
+			// stack-facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin/gfd/migManager .enabled: false
 			name: "components disabled",
 			doc:  "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: mixed\n  devicePlugin:\n    enabled: false\n  gfd:\n    enabled: false\n  migManager:\n    enabled: false\n",
 			want: ClusterPolicySettings{MIGStrategy: MIGStrategyMixed, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name/.default and migManager.config.name/.default
+			// stack-facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name/.default and migManager.config.name/.default
 			name: "config references",
 			doc: `kind: ClusterPolicy
 spec:
@@ -51,19 +51,19 @@ spec:
 			},
 		},
 		{
-			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — spec.mig.strategy is none|single|mixed
+			// stack-facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — spec.mig.strategy is none|single|mixed
 			name:    "bad strategy",
 			doc:     "kind: ClusterPolicy\nspec:\n  mig:\n    strategy: both\n",
 			wantErr: []string{"spec.mig.strategy", `"both"`},
 		},
 		{
-			// facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — only a ClusterPolicy is one
+			// stack-facts §6: GO: api/nvidia/v1/clusterpolicy_types.go — only a ClusterPolicy is one
 			name:    "wrong kind",
 			doc:     "kind: ConfigMap\ndata: {}\n",
 			wantErr: []string{"kind", "ConfigMap"},
 		},
 		{
-			// facts §1 "Precedence": GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — with spec.mig.strategy unset the Operator
+			// stack-facts §1 "Precedence": GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration — with spec.mig.strategy unset the Operator
 			// sets no MIG_STRATEGY, so the plugin and GFD use their default (none: the simulator's reading; the doc names no default); "single" is
 			// only the Helm chart's default (CRD config/crd/bases/nvidia.com_clusterpolicies.yaml
 			// has no default for it).
@@ -72,7 +72,7 @@ spec:
 			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia", ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// facts §2 (device health: DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS are the
+			// stack-facts §2 (device health: DP_DISABLE_HEALTHCHECKS, DP_ENABLE_HEALTHCHECKS are the
 			// plugin's env) — spec.devicePlugin.env is read
 			name: "device plugin env",
 			doc:  "kind: ClusterPolicy\nspec:\n  devicePlugin:\n    env: [{name: DP_DISABLE_HEALTHCHECKS, value: all}]\n",
@@ -80,7 +80,7 @@ spec:
 				ToolkitEnabled: true, ToolkitSetAsDefault: true, DevicePluginEnv: map[string]string{"DP_DISABLE_HEALTHCHECKS": "all"}},
 		},
 		{
-			// facts §4 step 1 (and, for "only when present", GOmod@d73a0086's CRD and
+			// stack-facts §4 step 1 (and, for "only when present", GOmod@d73a0086's CRD and
 			// controllers/state_manager.go, which checks Config != nil): the served CRD defaults migManager.config.name to
 			// default-mig-parted-config and .default to all-disabled inside a config that is present
 			name: "mig manager config defaulted by the CRD",
@@ -89,7 +89,7 @@ spec:
 				MIGManagerConfig: DefaultMIGPartedConfigMap, MIGManagerDefault: MIGConfigAllDisabled, ToolkitEnabled: true, ToolkitSetAsDefault: true},
 		},
 		{
-			// facts §4 step 1: default "" (the CRD's other enum value) is kept: GO writes no mig.config label
+			// stack-facts §4 step 1: default "" (the CRD's other enum value) is kept: GO writes no mig.config label
 			name: "mig manager default empty kept",
 			doc:  "kind: ClusterPolicy\nspec:\n  migManager:\n    config: {name: custom, default: \"\"}\n",
 			want: ClusterPolicySettings{MIGStrategy: MIGStrategyNone, DevicePluginEnabled: true, MIGManagerEnabled: true, GFDEnabled: true, RuntimeClass: "nvidia",

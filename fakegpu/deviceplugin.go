@@ -31,9 +31,9 @@ var MIGStrategies = []string{MIGStrategyNone, MIGStrategySingle, MIGStrategyMixe
 
 // DevicePluginConfig is the device plugin's config file, version v1
 // (NVIDIA/k8s-device-plugin: api/config/v1), read as leniently as upstream
-// reads it (facts §1): unknown keys are dropped, not refused. They are kept
-// in Warnings, because a typo (renameByDefualt) silently gives a different
-// pool and a platform team wants to hear of it.
+// reads it (stack-facts §1): unknown keys are dropped, not refused. They
+// are kept in Warnings, because a typo (renameByDefualt) silently gives a
+// different pool and a platform team wants to hear of it.
 type DevicePluginConfig struct {
 	Version string            `json:"version"`
 	Flags   DevicePluginFlags `json:"flags,omitempty"`
@@ -128,7 +128,7 @@ const (
 )
 
 // ParseDevicePluginConfig decodes and validates one device-plugin config
-// document as the plugin loads it (facts §1): unknown keys dropped (and
+// document as the plugin loads it (stack-facts §1): unknown keys dropped (and
 // reported in Warnings), an empty version read as v1, resource names
 // given the nvidia.com/ prefix, a custom rename, devices or resources
 // section ignored with upstream's warning. Errors carry the field path and
@@ -241,9 +241,9 @@ func NewResourceName(n string) (string, error) {
 }
 
 // disableRenaming does what the plugin and GFD do before they use a config
-// (facts §1): a custom rename is cleared, or forced to <name>.shared under
-// renameByDefault; a custom devices list is reset to every GPU; a top-level
-// resources section is dropped. Each is a warning, not an error.
+// (stack-facts §1): a custom rename is cleared, or forced to <name>.shared
+// under renameByDefault; a custom devices list is reset to every GPU; a
+// top-level resources section is dropped. Each is a warning, not an error.
 func (c *DevicePluginConfig) disableRenaming() {
 	if c.Resources != nil {
 		c.Resources = nil
@@ -340,7 +340,7 @@ type DevicePluginConfigs map[string]*DevicePluginConfig
 // ParseDevicePluginConfigs parses every key of a device-plugin ConfigMap's
 // data. A key that does not load is returned in broken with its error, not
 // refused: the config-manager only checks that the key exists, and only
-// the nodes selecting it fail to load it (facts §1, blast radius).
+// the nodes selecting it fail to load it (stack-facts §1, blast radius).
 func ParseDevicePluginConfigs(data map[string]string) (cfgs DevicePluginConfigs, broken map[string]error) {
 	cfgs, broken = DevicePluginConfigs{}, map[string]error{}
 	for key, doc := range data {

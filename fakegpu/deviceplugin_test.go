@@ -43,7 +43,7 @@ func TestParseDevicePluginConfig(t *testing.T) {
 		bug      string
 	}{
 		{
-			// facts §1: DP@1b826acc api/config/v1 — a config with only the version is valid
+			// stack-facts §1: DP@1b826acc api/config/v1 — a config with only the version is valid
 			name: "minimal v1",
 			doc:  "version: v1\n",
 			check: func(r reporter, c *DevicePluginConfig) {
@@ -53,12 +53,12 @@ func TestParseDevicePluginConfig(t *testing.T) {
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy none
+			// stack-facts §1: DP@1b826acc api/config/v1 — flags.migStrategy none
 			name: "migStrategy none",
 			doc:  "version: v1\nflags:\n  migStrategy: none\n",
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy single
+			// stack-facts §1: DP@1b826acc api/config/v1 — flags.migStrategy single
 			name: "migStrategy single",
 			doc:  "version: v1\nflags:\n  migStrategy: single\n",
 			check: func(r reporter, c *DevicePluginConfig) {
@@ -68,7 +68,7 @@ func TestParseDevicePluginConfig(t *testing.T) {
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy mixed, with other plugin/gfd flags
+			// stack-facts §1: DP@1b826acc api/config/v1 — flags.migStrategy mixed, with other plugin/gfd flags
 			name: "migStrategy mixed with plugin and gfd flags",
 			doc: `version: v1
 flags:
@@ -85,7 +85,7 @@ flags:
 `,
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — sharing.timeSlicing with the documented fields
+			// stack-facts §1: DP@1b826acc api/config/v1 — sharing.timeSlicing with the documented fields
 			name: "time-slicing",
 			doc: `version: v1
 sharing:
@@ -103,7 +103,7 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — sharing.mps
+			// stack-facts §1: DP@1b826acc api/config/v1 — sharing.mps
 			name: "mps",
 			doc:  dpMPS3,
 			check: func(r reporter, c *DevicePluginConfig) {
@@ -113,7 +113,7 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — a MIG resource can be time-sliced
+			// stack-facts §1: DP@1b826acc api/config/v1 — a MIG resource can be time-sliced
 			name: "time-slicing a MIG resource",
 			doc: `version: v1
 flags:
@@ -128,30 +128,30 @@ sharing:
 `,
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — replicas exactly 2 is the minimum
+			// stack-facts §1: DP@1b826acc api/config/v1 — replicas exactly 2 is the minimum
 			name: "replicas 2",
 			doc:  "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n",
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — version other than v1: "unknown version"
+			// stack-facts §1: DP@1b826acc api/config/v1 — version other than v1: "unknown version"
 			name:    "unknown version v2",
 			doc:     "version: v2\n",
 			wantErr: []string{"version", "unknown version"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — version other than v1: "unknown version"
+			// stack-facts §1: DP@1b826acc api/config/v1 — version other than v1: "unknown version"
 			name:    "unknown version v1beta1",
 			doc:     "version: v1beta1\nflags:\n  migStrategy: none\n",
 			wantErr: []string{"version", "unknown version"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — time-slicing replicas must be >= 2
+			// stack-facts §1: DP@1b826acc api/config/v1 — time-slicing replicas must be >= 2
 			name:    "time-slicing replicas 1",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n",
 			wantErr: []string{"sharing.timeSlicing.resources[0].replicas", "number of replicas must be >= 2"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — the check applies to every resource entry
+			// stack-facts §1: DP@1b826acc api/config/v1 — the check applies to every resource entry
 			name: "time-slicing second resource replicas 0",
 			doc: `version: v1
 sharing:
@@ -165,45 +165,45 @@ sharing:
 			wantErr: []string{"sharing.timeSlicing.resources[1].replicas", "number of replicas must be >= 2"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — MPS replicas must be >= 2 too
+			// stack-facts §1: DP@1b826acc api/config/v1 — MPS replicas must be >= 2 too
 			name:    "mps replicas 1",
 			doc:     "version: v1\nsharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 1\n",
 			wantErr: []string{"sharing.mps.resources[0].replicas", "number of replicas must be >= 2"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — an empty resources list: "no resources specified"
+			// stack-facts §1: DP@1b826acc api/config/v1 — an empty resources list: "no resources specified"
 			name:    "time-slicing empty resources",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    resources: []\n",
 			wantErr: []string{"sharing.timeSlicing.resources", "no resources specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — resources missing altogether: "no resources specified"
+			// stack-facts §1: DP@1b826acc api/config/v1 — resources missing altogether: "no resources specified"
 			name:    "time-slicing without resources",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n",
 			wantErr: []string{"sharing.timeSlicing.resources", "no resources specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — "no resources specified" for MPS as well
+			// stack-facts §1: DP@1b826acc api/config/v1 — "no resources specified" for MPS as well
 			name:    "mps empty resources",
 			doc:     "version: v1\nsharing:\n  mps:\n    resources: []\n",
 			wantErr: []string{"sharing.mps.resources", "no resources specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1 — flags.migStrategy is one of none|single|mixed;
+			// stack-facts §1: DP@1b826acc api/config/v1 — flags.migStrategy is one of none|single|mixed;
 			// the error and its wording are the simulator's (the doc states none)
 			name:    "bad migStrategy",
 			doc:     "version: v1\nflags:\n  migStrategy: both\n",
 			wantErr: []string{"flags.migStrategy", `"both"`},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — not strict:
+			// stack-facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — not strict:
 			// an unknown top-level key is dropped; the simulator reports it as a warning
 			name:     "unknown top-level field dropped",
 			doc:      "version: v1\nsharingg:\n  timeSlicing: {}\n",
 			warnings: []string{"sharingg: unknown field"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — a typo
+			// stack-facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — a typo
 			// inside flags is dropped, the real key keeps its value
 			name:     "unknown field in flags dropped",
 			doc:      "version: v1\nflags:\n  migStrategy: none\n  migStrategyy: mixed\n",
@@ -215,7 +215,7 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — the typo
+			// stack-facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — the typo
 			// renameByDefualt is dropped silently: the resource is not renamed
 			name:     "renameByDefualt typo gives a different pool",
 			doc:      "version: v1\nsharing:\n  timeSlicing:\n    renameByDefualt: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n",
@@ -227,14 +227,14 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc replicas.go UnmarshalJSON — "replica" is not
+			// stack-facts §1: DP@1b826acc replicas.go UnmarshalJSON — "replica" is not
 			// "replicas": the entry has none ("no replicas specified")
 			name:    "replica typo leaves no replicas",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replica: 4\n",
 			wantErr: []string{"sharing.timeSlicing.resources[0].replicas", "no replicas specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — a
+			// stack-facts §1: DP@1b826acc api/config/v1/config.go parseConfigFrom — a
 			// missing or empty version is v1
 			name: "empty version is v1",
 			doc:  "flags:\n  migStrategy: none\n",
@@ -245,7 +245,7 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/resources.go NewResourceName — "gpu"
+			// stack-facts §1: DP@1b826acc api/config/v1/resources.go NewResourceName — "gpu"
 			// gets the nvidia.com/ prefix
 			name: "name gpu is nvidia.com/gpu",
 			doc:  "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n      replicas: 4\n",
@@ -256,27 +256,27 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/resources.go NewResourceName — an
+			// stack-facts §1: DP@1b826acc api/config/v1/resources.go NewResourceName — an
 			// invalid name: "incorrect format for resource name"
 			name:    "invalid resource name",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: Not_A_Name\n      replicas: 4\n",
 			wantErr: []string{"sharing.timeSlicing.resources[0].name", "incorrect format for resource name"},
 		},
 		{
-			// facts §1: DP@1b826acc replicas.go UnmarshalJSON — "no resource name specified"
+			// stack-facts §1: DP@1b826acc replicas.go UnmarshalJSON — "no resource name specified"
 			name:    "resource without a name",
 			doc:     "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - replicas: 4\n",
 			wantErr: []string{"sharing.timeSlicing.resources[0].name", "no resource name specified"},
 		},
 		{
-			// facts §1: DP@1b826acc replicas.go UnmarshalJSON — timeSlicing: {} has
+			// stack-facts §1: DP@1b826acc replicas.go UnmarshalJSON — timeSlicing: {} has
 			// no resources
 			name:    "empty timeSlicing",
 			doc:     "version: v1\nsharing:\n  timeSlicing: {}\n",
 			wantErr: []string{"sharing.timeSlicing.resources", "no resources specified"},
 		},
 		{
-			// facts §1: DP@1b826acc api/config/v1/flags.go CommandLineFlags, imex.go —
+			// stack-facts §1: DP@1b826acc api/config/v1/flags.go CommandLineFlags, imex.go —
 			// every key that exists is accepted without a warning
 			name: "every valid key",
 			doc: `version: v1
@@ -317,7 +317,7 @@ sharing:
 			warnings: []string{},
 		},
 		{
-			// facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — a custom
+			// stack-facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — a custom
 			// rename is ignored with upstream's warning; renameByDefault false clears it
 			name:     "custom rename ignored",
 			doc:      "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n",
@@ -329,7 +329,7 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc replicas.go disableResoureRenaming — with
+			// stack-facts §1: DP@1b826acc replicas.go disableResoureRenaming — with
 			// renameByDefault true a custom rename is forced to <name>.shared
 			name:     "custom rename under renameByDefault",
 			doc:      "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n",
@@ -341,14 +341,14 @@ sharing:
 			},
 		},
 		{
-			// facts §1: DP@1b826acc replicas.go disableResoureRenaming — a custom
+			// stack-facts §1: DP@1b826acc replicas.go disableResoureRenaming — a custom
 			// devices list is reset to every GPU, with a warning
 			name:     "custom devices ignored",
 			doc:      "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      devices: [0]\n      replicas: 4\n",
 			warnings: []string{"devices: Customizing the 'devices' field in sharing.timeSlicing.resources is not yet supported in the config. Ignoring..."},
 		},
 		{
-			// facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — a
+			// stack-facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — a
 			// top-level resources section is ignored with upstream's warning
 			name:     "top-level resources ignored",
 			doc:      "version: v1\nresources:\n  gpus:\n  - pattern: '*'\n    name: gpu-any\n",
@@ -383,13 +383,13 @@ func TestParseDevicePluginConfigs(t *testing.T) {
 		wantBroken map[string][]string
 	}{
 		{
-			// facts §1: DP@1b826acc api/config/v1 — each key of the config ConfigMap is one config file
+			// stack-facts §1: DP@1b826acc api/config/v1 — each key of the config ConfigMap is one config file
 			name:     "two keys",
 			data:     map[string]string{"default": "version: v1\n", "ts": dpTimeSlicing4},
 			wantKeys: []string{"default", "ts"},
 		},
 		{
-			// facts §1 "Per-node choice and blast radius": the config-manager never
+			// stack-facts §1 "Per-node choice and blast radius": the config-manager never
 			// parses the ConfigMap; a bad key is broken, the others load
 			name:       "one bad key",
 			data:       map[string]string{"default": "version: v1\n", "bad": "version: v1\nsharing:\n  mps:\n    resources: []\n"},
@@ -419,23 +419,23 @@ func TestFailsRequestsGreaterThanOne(t *testing.T) {
 		doc  string // "" = nil config (plugin defaults)
 		want bool
 	}{
-		// facts §1: DP@1b826acc api/config/v1 — no config, no sharing: nothing to refuse
+		// stack-facts §1: DP@1b826acc api/config/v1 — no config, no sharing: nothing to refuse
 		{"nil config", "", false},
-		// facts §1: DP@1b826acc api/config/v1 — no sharing section
+		// stack-facts §1: DP@1b826acc api/config/v1 — no sharing section
 		{"no sharing", "version: v1\n", false},
-		// facts §1: DP@1b826acc api/config/v1 — time-slicing, failRequestsGreaterThanOne unset = false
+		// stack-facts §1: DP@1b826acc api/config/v1 — time-slicing, failRequestsGreaterThanOne unset = false
 		{"time-slicing unset", dpTimeSlicing4, false},
-		// facts §1: DP@1b826acc api/config/v1 — time-slicing, explicitly true
+		// stack-facts §1: DP@1b826acc api/config/v1 — time-slicing, explicitly true
 		{"time-slicing true", "version: v1\nsharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n", true},
-		// facts §1: DP@1b826acc api/config/v1 — time-slicing, explicitly false
+		// stack-facts §1: DP@1b826acc api/config/v1 — time-slicing, explicitly false
 		{"time-slicing false", "version: v1\nsharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n", false},
-		// facts §1: DP@1b826acc api/config/v1 — MPS, failRequestsGreaterThanOne unset = true
+		// stack-facts §1: DP@1b826acc api/config/v1 — MPS, failRequestsGreaterThanOne unset = true
 		{"mps unset", dpMPS3, true},
-		// facts §1: DP@1b826acc api/config/v1 — MPS, explicitly relaxed to false
+		// stack-facts §1: DP@1b826acc api/config/v1 — MPS, explicitly relaxed to false
 		{"mps false", "version: v1\nsharing:\n  mps:\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n", false},
-		// facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: time-slicing's false is ignored, MPS unset = true
+		// stack-facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: time-slicing's false is ignored, MPS unset = true
 		{"both set, mps unset wins", "version: v1\nsharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n", true},
-		// facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: time-slicing's true is ignored, MPS false
+		// stack-facts §1: DP@1b826acc api/config/v1 — both set, MPS wins: time-slicing's true is ignored, MPS false
 		{"both set, mps false wins", "version: v1\nsharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n  mps:\n    failRequestsGreaterThanOne: false\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n", false},
 	}
 	for _, tc := range tests {
@@ -452,7 +452,7 @@ func TestFailsRequestsGreaterThanOne(t *testing.T) {
 }
 
 func TestSharingModeMPSWins(t *testing.T) {
-	// facts §1: DP@1b826acc api/config/v1 — if both timeSlicing and mps are set, MPS wins
+	// stack-facts §1: DP@1b826acc api/config/v1 — if both timeSlicing and mps are set, MPS wins
 	c := mustDevicePluginConfig(t, "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n")
 	s, rr := c.SharingMode()
 	if s != SharingMPS || rr != c.Sharing.MPS {
@@ -471,25 +471,25 @@ func TestReplicas(t *testing.T) {
 		wantReplicas int
 		wantName     string
 	}{
-		// facts §1: DP@1b826acc api/config/v1 — no config: one replica, plain name
+		// stack-facts §1: DP@1b826acc api/config/v1 — no config: one replica, plain name
 		{"nil config", "", ResourceGPU, 1, ResourceGPU},
-		// facts §1: DP@1b826acc api/config/v1 — no sharing: one replica, plain name
+		// stack-facts §1: DP@1b826acc api/config/v1 — no sharing: one replica, plain name
 		{"no sharing", "version: v1\n", ResourceGPU, 1, ResourceGPU},
-		// facts §1: DP@1b826acc api/config/v1 — time-slicing without rename keeps the name
+		// stack-facts §1: DP@1b826acc api/config/v1 — time-slicing without rename keeps the name
 		{"time-slicing", dpTimeSlicing4, ResourceGPU, 4, ResourceGPU},
-		// facts §1: DP@1b826acc api/config/v1 — renameByDefault: <name>.shared
+		// stack-facts §1: DP@1b826acc api/config/v1 — renameByDefault: <name>.shared
 		{"renameByDefault", dpTimeSlicing4Renamed, ResourceGPU, 4, "nvidia.com/gpu.shared"},
-		// facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — an explicit
+		// stack-facts §1: DP@1b826acc config.go DisableResourceNamingInConfig — an explicit
 		// rename is ignored: the plain name is advertised
 		{"explicit rename ignored", "version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n", ResourceGPU, 4, ResourceGPU},
-		// facts §1: DP@1b826acc replicas.go disableResoureRenaming — under
+		// stack-facts §1: DP@1b826acc replicas.go disableResoureRenaming — under
 		// renameByDefault an explicit rename becomes <name>.shared
 		{"explicit rename under renameByDefault", "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      rename: gpu-ts\n      replicas: 4\n", ResourceGPU, 4, "nvidia.com/gpu.shared"},
-		// facts §1: DP@1b826acc api/config/v1 — a resource not listed is not shared
+		// stack-facts §1: DP@1b826acc api/config/v1 — a resource not listed is not shared
 		{"resource not listed", dpTimeSlicing4Renamed, "nvidia.com/mig-1g.5gb", 1, "nvidia.com/mig-1g.5gb"},
-		// facts §1: DP@1b826acc api/config/v1 — MIG resource with renameByDefault
+		// stack-facts §1: DP@1b826acc api/config/v1 — MIG resource with renameByDefault
 		{"MIG resource renameByDefault", "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/mig-1g.5gb\n      replicas: 2\n", "nvidia.com/mig-1g.5gb", 2, "nvidia.com/mig-1g.5gb.shared"},
-		// facts §1: DP@1b826acc api/config/v1 — MPS with renameByDefault
+		// stack-facts §1: DP@1b826acc api/config/v1 — MPS with renameByDefault
 		{"mps renameByDefault", "version: v1\nsharing:\n  mps:\n    renameByDefault: true\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 3\n", ResourceGPU, 3, "nvidia.com/gpu.shared"},
 	}
 	for _, tc := range tests {

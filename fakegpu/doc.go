@@ -6,6 +6,7 @@
 //
 // It carries NVIDIA facts only; it knows nothing of the test harness. The
 // behaviour it reproduces is written down, with upstream sources, in
-// shared/docs/nvidia-stack-facts.md ("facts §n") and in the project's
-// docs/facts/ (gpu-access-facts.md: "access §n"; kubelet-facts.md).
+// docs/facts/: nvidia-stack-facts.md ("stack-facts §n"), dra-facts.md
+// ("dra-facts §n"), gpu-access-facts.md ("access §n") and
+// kubelet-facts.md ("kubelet-facts §n"); docs/facts/README.md lists them.
 package fakegpu

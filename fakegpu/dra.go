@@ -13,10 +13,10 @@ import (
 // What NVIDIA's DRA driver publishes for a node and what its kubelet
 // plugin does with a claim, as pure functions: the controller writes the
 // slices, the simulated kubelet and the real-kubelet plugin prepare claims.
-// Facts are dra-facts.md's (cited "dra §N"); where it is silent the
+// Facts are dra-facts.md's (cited "dra-facts §N"); where it is silent the
 // simulator's choice is marked as such.
 
-// DRADriver is the GPU driver's name (dra §2 "Driver, pools and slices").
+// DRADriver is the GPU driver's name (dra-facts §2 "Driver, pools and slices").
 const DRADriver = "gpu.nvidia.com"
 
 // How a node's GPUs are served by DRA.
@@ -24,17 +24,18 @@ const (
 	// DRAWholeGPU: MIG off, one device per GPU.
 	DRAWholeGPU = "gpu"
 	// DRAStaticMIG: the MIG devices that exist, and no full GPU where MIG
-	// is on (dra §2 "Static"; pitfall 1 for the versions that did).
+	// is on (dra-facts §2 "Static"; pitfall 1 for the versions that did).
 	DRAStaticMIG = "static-mig"
 	// DRADynamicMIG: the driver's DynamicMIG gate: a counter set per GPU,
-	// every possible placement as a partitionable device (dra §2 "Dynamic").
+	// every possible placement as a partitionable device (dra-facts §2
+	// "Dynamic").
 	DRADynamicMIG = "dynamic-mig"
 )
 
 // DRAModes lists the modes a pool can name.
 var DRAModes = []string{DRAWholeGPU, DRAStaticMIG, DRADynamicMIG}
 
-// Consumable shares, the driver's --consumable-shares flag (dra §2
+// Consumable shares, the driver's --consumable-shares flag (dra-facts §2
 // "ConsumableShares"): "" (disabled), "memory", "unlimited" or a count N.
 const (
 	SharesMemory    = "memory"
@@ -58,7 +59,7 @@ func (c DRAConfig) Validate() error {
 	}
 	if c.ConsumableShares != "" && c.Mode == DRADynamicMIG {
 		// The driver sets allowMultipleAllocations on gpu and static-MIG
-		// devices (dra §2); the simulator does not model shares of
+		// devices (dra-facts §2); the simulator does not model shares of
 		// partitionable devices.
 		return fmt.Errorf("consumableShares: applies to whole GPUs and static MIG devices, not %s", DRADynamicMIG)
 	}
@@ -93,7 +94,7 @@ func DRAConfigFor(annotations map[string]string) (cfg DRAConfig, ok bool, err er
 }
 
 // DRASliceName is the generateName prefix of a node's index-th slice
-// (dra §2: `<5-hex index>-gpu.nvidia.com-<node>-`).
+// (dra-facts §2: `<5-hex index>-gpu.nvidia.com-<node>-`).
 func DRASliceName(node string, index int) string {
 	return fmt.Sprintf("%05x-%s-%s-", index, DRADriver, node)
 }
@@ -102,7 +103,7 @@ func DRASliceName(node string, index int) string {
 // whose GPUs are in MIG state gpus (nil: MIG off everywhere), in order, as
 // one pool named after the node at generation. xids marks unhealthy GPUs
 // (index to Xid) with the driver's health taint; the driver's health
-// check is exclusive with DynamicMIG, so that mode has none (dra §2).
+// check is exclusive with DynamicMIG, so that mode has none (dra-facts §2).
 func DRASlices(node string, inv NodeInventory, gpus []GPUState, cfg DRAConfig, generation int64, xids map[int]int) ([]resourcev1.ResourceSliceSpec, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func DRASlices(node string, inv NodeInventory, gpus []GPUState, cfg DRAConfig, g
 	switch cfg.Mode {
 	case DRADynamicMIG:
 		if !inv.SKU.MIGCapable() {
-			// ND #1092 (dra §6.7): DynamicMIG on non-MIG GPUs published
+			// ND #1092 (dra-facts §6.7): DynamicMIG on non-MIG GPUs published
 			// invalid slices until fixed; the fixed driver publishes the
 			// GPUs alone, which is what this does.
 			var devs []resourcev1.Device
@@ -176,7 +177,7 @@ type draNode struct {
 
 func (d draNode) gpuUUID(i int) string { return deviceID(d.node, ResourceGPU, int64(i), 1) }
 
-// commonAttributes are what a GPU and its MIG devices share (dra §2
+// commonAttributes are what a GPU and its MIG devices share (dra-facts §2
 // "Attributes"): keys without a domain are the driver's.
 func (d draNode) commonAttributes(i int) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
 	return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
@@ -211,7 +212,7 @@ func (d draNode) gpu(i int, xids map[int]int) resourcev1.Device {
 	return dev
 }
 
-// share applies --consumable-shares (dra §2): every capacity consumable;
+// share applies --consumable-shares (dra-facts §2): every capacity consumable;
 // memory in whole MiB up to the device's; N adds `shares`.
 func (d draNode) share(dev *resourcev1.Device, memMiB int) {
 	if d.cfg.ConsumableShares == "" {
@@ -236,7 +237,7 @@ func (d draNode) share(dev *resourcev1.Device, memMiB int) {
 
 // migDevice is one MIG device of GPU i at memory-slice placement start.
 // Static devices have a uuid and memorySlice<i> capacities; dynamic ones
-// have neither (dra §2).
+// have neither (dra-facts §2).
 func (d draNode) migDevice(i int, p MIGProfile, start int, static bool) resourcev1.Device {
 	attrs := d.commonAttributes(i)
 	attrs["type"] = str("mig")
@@ -327,7 +328,7 @@ func placements(p MIGProfile) []int {
 	return out
 }
 
-// counterSetName is GPU i's counter set (dra §2 "Dynamic").
+// counterSetName is GPU i's counter set (dra-facts §2 "Dynamic").
 func counterSetName(i int) string { return fmt.Sprintf("gpu-%d-counter-set", i) }
 
 // migCounters are what a device of profile p at start consumes, in the
@@ -406,7 +407,7 @@ func (d draNode) partitions(i int, g GPUState) []resourcev1.Device {
 	return out
 }
 
-// DRAMIGDeviceName is the driver's name for a MIG device of sku (dra §2
+// DRAMIGDeviceName is the driver's name for a MIG device of sku (dra-facts §2
 // "Device names", ND mig.go ToCanonicalName):
 // gpu-<parent>-mig-<profile without dots, +me as -me>-<GI profile id>-<start>.
 func DRAMIGDeviceName(gpu int, sku SKU, p MIGProfile, start int) string {
@@ -415,9 +416,9 @@ func DRAMIGDeviceName(gpu int, sku SKU, p MIGProfile, start int) string {
 }
 
 // giProfileIDs are NVML's GPU-instance profile ids as nvidia-smi mig -lgip
-// lists them, by the GPU's compute slices and the profile's shape. dra §2
+// lists them, by the GPU's compute slices and the profile's shape. dra-facts §2
 // vouches only for 19 (1g.5gb); the others are as nvidia-smi shows them on
-// A100/H100 and A30, UNVERIFIED (dra §7).
+// A100/H100 and A30, UNVERIFIED (dra-facts §7).
 var giProfileIDs = map[int]map[string]int{
 	7: {"1g": 19, "1g+me": 20, "1g*2": 15, "2g": 14, "3g": 9, "4g": 5, "7g": 0},
 	4: {"1g": 14, "1g+me": 21, "2g": 5, "2g+me": 6, "4g": 0},
@@ -437,7 +438,7 @@ func profileShape(p MIGProfile) string {
 }
 
 // healthTaints is the driver's taint for GPU i with an Xid
-// (NVMLDeviceHealthCheck, dra §2 "Driver gates": gpu.nvidia.com/xid=<n>,
+// (NVMLDeviceHealthCheck, dra-facts §2 "Driver gates": gpu.nvidia.com/xid=<n>,
 // NoSchedule). The simulator takes every injected Xid as fatal.
 func healthTaints(i int, xids map[int]int) []resourcev1.DeviceTaint {
 	x, ok := xids[i]
@@ -455,9 +456,9 @@ type DRADeviceClass struct {
 	ExtendedResourceName string
 }
 
-// DRADeviceClasses are the driver chart's classes (gpu.nvidia.com with
-// the nvidia.com/gpu mapping, mig.nvidia.com; dra §2 "DeviceClasses") and,
-// for each MIG profile of skus, the per-profile class of the driver's
+// DRADeviceClasses are the driver chart's classes (gpu.nvidia.com with the
+// nvidia.com/gpu mapping, mig.nvidia.com; dra-facts §2 "DeviceClasses")
+// and, for each MIG profile of skus, the per-profile class of the driver's
 // extended-resources demo, mapped to the device plugin's resource name.
 func DRADeviceClasses(skus ...SKU) []DRADeviceClass {
 	typed := func(t string) string {
@@ -485,7 +486,7 @@ func DRADeviceClasses(skus ...SKU) []DRADeviceClass {
 }
 
 // CDIDeviceID is the CDI device the driver hands the runtime for a device
-// of a claim (dra §4: k8s.gpu.nvidia.com/claim=<claimUID>-<device>).
+// of a claim (dra-facts §4: k8s.gpu.nvidia.com/claim=<claimUID>-<device>).
 func CDIDeviceID(claimUID, device string) string {
 	return "k8s.gpu.nvidia.com/claim=" + claimUID + "-" + device
 }
@@ -509,7 +510,7 @@ const AnnotationCDIDevices = "fakegpu.gpupool.dev/cdi-devices"
 
 // DRAPrepareFailed is the reason of the event (and of the simulated
 // containers' waiting state) when the kubelet cannot prepare a pod's claims
-// (dra §4 "Kubelet and the DRA plugin": FailedPrepareDynamicResources,
+// (dra-facts §4 "Kubelet and the DRA plugin": FailedPrepareDynamicResources,
 // "Failed to prepare dynamic resources: ...").
 const DRAPrepareFailed = "FailedPrepareDynamicResources"
 
@@ -519,7 +520,7 @@ func DRAPrepareFailedMessage(err error) string {
 }
 
 // DRANotReservedError is the kubelet's refusal of a claim not reserved
-// for the pod (dra §4).
+// for the pod (dra-facts §4).
 func DRANotReservedError(pod, podUID, claim, claimUID string) error {
 	return fmt.Errorf("pod %s (%s) is not allowed to use ResourceClaim %s (%s)", pod, podUID, claim, claimUID)
 }
@@ -553,7 +554,7 @@ func DRAAllocatedOf(claim *resourcev1.ResourceClaim) []DRAAllocated {
 	return out
 }
 
-// DRAPrepared is NodePrepareResources' answer for one device (dra §4,
+// DRAPrepared is NodePrepareResources' answer for one device (dra-facts §4,
 // KL pkg/apis/dra/v1/api.proto Device).
 type DRAPrepared struct {
 	Requests     []string
@@ -625,7 +626,7 @@ func PublishedDevices(slices []resourcev1.ResourceSliceSpec) map[string]bool {
 
 // architecture is the driver's architecture attribute for a catalog
 // family (NVML's names as ND prints them; UNVERIFIED beyond Hopper and
-// Ampere, dra §2 "Example values").
+// Ampere, dra-facts §2 "Example values").
 func architecture(family string) string {
 	switch family {
 	case "ada-lovelace":
@@ -638,8 +639,8 @@ func architecture(family string) string {
 
 func str(s string) resourcev1.DeviceAttribute { return resourcev1.DeviceAttribute{StringValue: &s} }
 
-// version writes a driver-style version as semver, dropping leading
-// zeros and filling to three parts (dra §2: 9.0→9.0.0, 580.95.05→580.95.5).
+// version writes a driver-style version as semver, dropping leading zeros
+// and filling to three parts (dra-facts §2: 9.0→9.0.0, 580.95.05→580.95.5).
 func version(v string) resourcev1.DeviceAttribute {
 	parts := strings.Split(v, ".")
 	for len(parts) < 3 {

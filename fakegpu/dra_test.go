@@ -14,7 +14,7 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Rows cite dra-facts.md as "dra §N".
+// Rows cite docs/facts/dra-facts.md as "dra-facts §N".
 
 func devicesOf(specs []resourcev1.ResourceSliceSpec) []resourcev1.Device {
 	var out []resourcev1.Device
@@ -65,8 +65,8 @@ func mustSlices(t *testing.T, node, sku string, gpus int, state []GPUState, cfg 
 }
 
 func TestDRAWholeGPUs(t *testing.T) {
-	// dra §2 "Driver, pools and slices": one pool per node named after it,
-	// nodeName set, static devices in one slice.
+	// dra-facts §2 "Driver, pools and slices": one pool per node named
+	// after it, nodeName set, static devices in one slice.
 	specs := mustSlices(t, "node-a", "h100-80gb", 2, nil, DRAConfig{Mode: DRAWholeGPU})
 	require.Len(t, specs, 1)
 	s := specs[0]
@@ -75,7 +75,7 @@ func TestDRAWholeGPUs(t *testing.T) {
 	assert.Equal(t, resourcev1.ResourcePool{Name: "node-a", Generation: 3, ResourceSliceCount: 1}, s.Pool)
 	assert.Equal(t, []string{"gpu-0", "gpu-1"}, deviceNames(s.Devices))
 
-	// dra §2 "Attributes" and "Example values" (H100-80GB gpu-0).
+	// dra-facts §2 "Attributes" and "Example values" (H100-80GB gpu-0).
 	d := s.Devices[1]
 	for name, want := range map[string]string{
 		"type": "gpu", "productName": "NVIDIA H100 80GB HBM3", "brand": "Nvidia", "architecture": "Hopper",
@@ -84,22 +84,23 @@ func TestDRAWholeGPUs(t *testing.T) {
 	} {
 		assert.Equal(t, want, attr(d, name), name)
 	}
-	assert.Contains(t, d.Attributes, resourcev1.QualifiedName("resource.kubernetes.io/pciBusID"), "dra §2: the standard name, not v25.8's pcieBusID (§6.8)")
+	assert.Contains(t, d.Attributes, resourcev1.QualifiedName("resource.kubernetes.io/pciBusID"), "dra-facts §2: the standard name, not v25.8's pcieBusID (§6.8)")
 	assert.Equal(t, "81559Mi", capacity(d, "memory"))
 	assert.Nil(t, d.AllowMultipleAllocations, "consumable shares are off by default")
 }
 
 func TestDRAVersionsAreSemver(t *testing.T) {
-	// dra §2 table: 9.0→9.0.0, 580.95.05→580.95.5.
+	// dra-facts §2 table: 9.0→9.0.0, 580.95.05→580.95.5.
 	for in, want := range map[string]string{"9.0": "9.0.0", "580.95.05": "580.95.5", "12.4": "12.4.0"} {
 		assert.Equal(t, want, *version(in).VersionValue, in)
 	}
 }
 
 func TestDRAStaticMIG(t *testing.T) {
-	// dra §2 "Example values", A100-40GB MIG 1g.5gb: gpu-0-mig-1g5gb-19-<0..6>,
-	// memory 4864Mi, multiprocessors 14, copyEngines 1, other engines 0,
-	// memorySlice<start>=1; and "Static": MIG on → no full GPU.
+	// dra-facts §2 "Example values", A100-40GB MIG 1g.5gb:
+	// gpu-0-mig-1g5gb-19-<0..6>, memory 4864Mi, multiprocessors 14,
+	// copyEngines 1, other engines 0, memorySlice<start>=1; and "Static":
+	// MIG on → no full GPU.
 	specs := mustSlices(t, "n", "a100-40gb", 1, migAll(1, map[string]int{"1g.5gb": 7}), DRAConfig{Mode: DRAStaticMIG})
 	devs := devicesOf(specs)
 	var want []string
@@ -127,7 +128,7 @@ func TestDRAStaticMIGEdges(t *testing.T) {
 		state []GPUState
 		want  []string
 	}{
-		// dra §2 "Static": MIG off → the full GPU; MIG on with no MIG
+		// dra-facts §2 "Static": MIG off → the full GPU; MIG on with no MIG
 		// devices → nothing.
 		{"MIG off on one GPU", migFirst(2, 1, map[string]int{"7g.40gb": 1}), []string{"gpu-0-mig-7g40gb-0-0", "gpu-1"}},
 		{"MIG on, no devices", migFirst(2, 1, nil), []string{"gpu-1"}},
@@ -135,7 +136,7 @@ func TestDRAStaticMIGEdges(t *testing.T) {
 		// so that two 1g.5gb (starts 0-6 only) still fit.
 		{"mixed layout", migAll(1, map[string]int{"3g.20gb": 1, "2g.10gb": 1, "1g.5gb": 2}),
 			[]string{"gpu-0-mig-3g20gb-9-4", "gpu-0-mig-2g10gb-14-0", "gpu-0-mig-1g5gb-19-2", "gpu-0-mig-1g5gb-19-3"}},
-		// dra §2 "Device names": +me → -me.
+		// dra-facts §2 "Device names": +me → -me.
 		{"+me profile", migAll(1, map[string]int{"1g.5gb+me": 1}), []string{"gpu-0-mig-1g5gb-me-20-0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -150,16 +151,16 @@ func TestDRAStaticMIGEdges(t *testing.T) {
 }
 
 func TestDRADynamicMIG(t *testing.T) {
-	// dra §2 "Dynamic": G+1 slices, counters first; one counter set per
+	// dra-facts §2 "Dynamic": G+1 slices, counters first; one counter set per
 	// GPU with the hyphenated capacity names and memory-slice-<i>; the
 	// full GPU consumes every counter; placements have no uuid and no
 	// memorySlice capacities.
 	specs := mustSlices(t, "n", "h100-80gb", 2, nil, DRAConfig{Mode: DRADynamicMIG})
 	require.Len(t, specs, 3)
 	for _, s := range specs {
-		assert.EqualValues(t, 3, s.Pool.ResourceSliceCount, "dra §1: the count includes every slice of the pool")
+		assert.EqualValues(t, 3, s.Pool.ResourceSliceCount, "dra-facts §1: the count includes every slice of the pool")
 	}
-	require.Empty(t, specs[0].Devices, "dra §6.7: only one of sharedCounters or devices")
+	require.Empty(t, specs[0].Devices, "dra-facts §6.7: only one of sharedCounters or devices")
 	require.Len(t, specs[0].SharedCounters, 2)
 	set := specs[0].SharedCounters[0]
 	assert.Equal(t, "gpu-0-counter-set", set.Name)
@@ -171,16 +172,16 @@ func TestDRADynamicMIG(t *testing.T) {
 	assert.Equal(t, set.Counters, devs[0].ConsumesCounters[0].Counters, "the full GPU consumes every counter")
 	mig := devs[1]
 	assert.Equal(t, "mig", attr(mig, "type"))
-	assert.Equal(t, "<absent>", attr(mig, "uuid"), "dra §2: absent on dynamic-MIG devices")
+	assert.Equal(t, "<absent>", attr(mig, "uuid"), "dra-facts §2: absent on dynamic-MIG devices")
 	assert.Equal(t, "<absent>", capacity(mig, "memorySlice0"))
 	// Every placement of every profile: 7+1+4+3+2+1+1.
 	assert.Len(t, devs, 1+19)
 	assert.Equal(t, "gpu-1", specs[2].Devices[0].Name)
 
-	// dra §2: on Ampere with MIG already on, the full GPU is left out.
+	// dra-facts §2: on Ampere with MIG already on, the full GPU is left out.
 	specs = mustSlices(t, "n", "a100-40gb", 1, migAll(1, map[string]int{"1g.5gb": 1}), DRAConfig{Mode: DRADynamicMIG})
 	assert.NotContains(t, deviceNames(specs[1].Devices), "gpu-0")
-	// A GPU that cannot do MIG publishes the GPU alone (dra §6.7, ND #1092 fixed).
+	// A GPU that cannot do MIG publishes the GPU alone (dra-facts §6.7, ND #1092 fixed).
 	specs = mustSlices(t, "n", "l4", 2, nil, DRAConfig{Mode: DRADynamicMIG})
 	assert.Equal(t, []string{"gpu-0", "gpu-1"}, deviceNames(devicesOf(specs)))
 }
@@ -225,11 +226,11 @@ func pick(devs []resourcev1.Device, idx []int) []resourcev1.Device {
 	return out
 }
 
-// dra §1 limits and §6.7 invalid slices, for every SKU and mode: names are
-// DNS labels (no dots), at most 32 attributes and capacities per device,
-// at most 128 devices per slice (64 with taints or counters). And §6.1:
-// no whole GPU beside MIG devices of the same GPU unless they share a
-// counter set.
+// dra-facts §1 limits and §6.7 invalid slices, for every SKU and mode:
+// names are DNS labels (no dots), at most 32 attributes and capacities per
+// device, at most 128 devices per slice (64 with taints or counters). And
+// dra-facts §6.1: no whole GPU beside MIG devices of the same GPU unless
+// they share a counter set.
 func TestDRASlicesAreValidForEverySKU(t *testing.T) {
 	for _, key := range SKUKeys() {
 		sku := Catalog[key]
@@ -266,7 +267,7 @@ func TestDRASlicesAreValidForEverySKU(t *testing.T) {
 				}
 				for _, d := range devicesOf(specs) {
 					if attr(d, "type") == "gpu" {
-						assert.False(t, parents[attr(d, "uuid")], "dra §6.1: %s published whole beside its MIG devices", d.Name)
+						assert.False(t, parents[attr(d, "uuid")], "dra-facts §6.1: %s published whole beside its MIG devices", d.Name)
 					}
 				}
 			})
@@ -275,7 +276,7 @@ func TestDRASlicesAreValidForEverySKU(t *testing.T) {
 }
 
 func TestDRAConsumableShares(t *testing.T) {
-	// dra §2 "ConsumableShares".
+	// dra-facts §2 "ConsumableShares".
 	mi := func(s string) string { q := resource.MustParse(s); return q.String() }
 	for _, tc := range []struct {
 		shares              string
@@ -317,7 +318,7 @@ func TestDRAConfigErrorsNameTheField(t *testing.T) {
 }
 
 func TestDRAHealthTaints(t *testing.T) {
-	// dra §2 "Driver gates": gpu.nvidia.com/xid=<n>, NoSchedule.
+	// dra-facts §2 "Driver gates": gpu.nvidia.com/xid=<n>, NoSchedule.
 	specs, err := DRASlices("n", NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 2}, nil, DRAConfig{Mode: DRAWholeGPU}, 1, map[int]int{1: 79})
 	require.NoError(t, err)
 	devs := devicesOf(specs)
@@ -332,7 +333,7 @@ func TestDRADeviceClasses(t *testing.T) {
 		assert.Empty(t, validation.IsDNS1123Subdomain(c.Name), c.Name)
 		byName[c.Name] = c
 	}
-	// dra §2 "DeviceClasses": the chart's classes.
+	// dra-facts §2 "DeviceClasses": the chart's classes.
 	assert.Equal(t, DRADeviceClass{Name: "gpu.nvidia.com",
 		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'", ExtendedResourceName: "nvidia.com/gpu"},
 		byName["gpu.nvidia.com"])
@@ -346,7 +347,7 @@ func TestDRADeviceClasses(t *testing.T) {
 
 func TestDRAPrepare(t *testing.T) {
 	published := PublishedDevices(mustSlices(t, "node-a", "h100-80gb", 2, nil, DRAConfig{Mode: DRAWholeGPU}))
-	// dra §4: CDI ids k8s.gpu.nvidia.com/claim=<claimUID>-<device>;
+	// dra-facts §4: CDI ids k8s.gpu.nvidia.com/claim=<claimUID>-<device>;
 	// NodePrepareResources answers per device with its request names.
 	got, err := DRAPrepare("node-a", published, "uid-1", []DRAAllocated{
 		{Request: "gpu", Driver: DRADriver, Pool: "node-a", Device: "gpu-0"},
@@ -377,14 +378,14 @@ func TestCDIDeviceSplitsTheID(t *testing.T) {
 }
 
 func TestDRASliceName(t *testing.T) {
-	// dra §2: generateName <5-hex index>-gpu.nvidia.com-<node>-.
+	// dra-facts §2: generateName <5-hex index>-gpu.nvidia.com-<node>-.
 	assert.Equal(t, "00000-gpu.nvidia.com-node-a-", DRASliceName("node-a", 0))
 	assert.Equal(t, "0000a-gpu.nvidia.com-node-a-", DRASliceName("node-a", 10))
 }
 
 // A node whose GPUs the DRA driver serves publishes slices from the MIG
 // state the MIG manager left, beside whatever the device plugin does:
-// the plugin's deploy label decides that (dra §6.2 is a node with both).
+// the plugin's deploy label decides that (dra-facts §6.2 is a node with both).
 func TestDesiredPublishesDRASlices(t *testing.T) {
 	s := migStack(t)
 	inv := NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 2}

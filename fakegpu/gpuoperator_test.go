@@ -43,7 +43,7 @@ func goDefaultMIGParted(t *testing.T) (configMapDoc, *MIGPartedConfig) {
 
 func TestGPUOperatorDefaultMIGPartedConfigLoads(t *testing.T) {
 	cm, cfg := goDefaultMIGParted(t)
-	// facts §4 step 2: GOmod mounts ConfigMap default-mig-parted-config — the default ConfigMap is default-mig-parted-config, key config.yaml
+	// stack-facts §4 step 2: GOmod mounts ConfigMap default-mig-parted-config — the default ConfigMap is default-mig-parted-config, key config.yaml
 	if cm.Kind != "ConfigMap" || cm.Metadata.Name != DefaultMIGPartedConfigMap {
 		t.Errorf("kind/name = %s/%s, want ConfigMap/%s", cm.Kind, cm.Metadata.Name, DefaultMIGPartedConfigMap)
 	}
@@ -76,63 +76,63 @@ func TestGPUOperatorDefaultMIGLayouts(t *testing.T) {
 		product  string   // nvidia.com/gpu.product, when checked
 	}{
 		// --- A100-40GB ---
-		// facts §2: DP@1b826acc internal/rm — mixed: 8 × 7 = 56 nvidia.com/mig-1g.5gb
+		// stack-facts §2: DP@1b826acc internal/rm — mixed: 8 × 7 = 56 nvidia.com/mig-1g.5gb
 		{"A100-40GB all-1g.5gb mixed", "a100-40gb", "all-1g.5gb", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.5gb": 56}, false, nil, "NVIDIA-A100-SXM4-40GB"},
-		// facts §2: DP@1b826acc internal/rm — single: 8 × 7 = 56 nvidia.com/gpu; facts §3: internal/lm — product -MIG-1g.5gb
+		// stack-facts §2: DP@1b826acc internal/rm — single: 8 × 7 = 56 nvidia.com/gpu; stack-facts §3: internal/lm — product -MIG-1g.5gb
 		{"A100-40GB all-1g.5gb single", "a100-40gb", "all-1g.5gb", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 56}, false, nil, "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb"},
-		// facts §2: DP@1b826acc internal/rm — mixed, all-balanced (A100-40GB entry): 2×1g.5gb + 2g.10gb + 3g.20gb per GPU
+		// stack-facts §2: DP@1b826acc internal/rm — mixed, all-balanced (A100-40GB entry): 2×1g.5gb + 2g.10gb + 3g.20gb per GPU
 		{"A100-40GB all-balanced mixed", "a100-40gb", "all-balanced", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.5gb": 16, "nvidia.com/mig-2g.10gb": 8, "nvidia.com/mig-3g.20gb": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single + all-balanced: "more than one MIG device type present on node", nothing advertised
+		// stack-facts §2: DP@1b826acc internal/rm — single + all-balanced: "more than one MIG device type present on node", nothing advertised
 		{"A100-40GB all-balanced single", "a100-40gb", "all-balanced", MIGStrategySingle, invalid, false, []string{"more than one MIG device type present on node"}, "NVIDIA-A100-SXM4-40GB-MIG-INVALID"},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"A100-40GB all-disabled mixed", "a100-40gb", "all-disabled", MIGStrategyMixed, map[string]int64{"nvidia.com/gpu": 8}, false, nil, "NVIDIA-A100-SXM4-40GB"},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"A100-40GB all-disabled single", "a100-40gb", "all-disabled", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 8}, false, nil, "NVIDIA-A100-SXM4-40GB"},
-		// facts §5: MP@bd7160f4 config-default.yaml — all-1g.10gb's A100-40GB entry (by device-filter) is 4 × 1g.10gb
+		// stack-facts §5: MP@bd7160f4 config-default.yaml — all-1g.10gb's A100-40GB entry (by device-filter) is 4 × 1g.10gb
 		{"A100-40GB all-1g.10gb mixed", "a100-40gb", "all-1g.10gb", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.10gb": 32}, false, nil, ""},
 
 		// --- A100-80GB ---
-		// facts §2: DP@1b826acc internal/rm — mixed: 8 × 7 = 56 nvidia.com/mig-1g.10gb
+		// stack-facts §2: DP@1b826acc internal/rm — mixed: 8 × 7 = 56 nvidia.com/mig-1g.10gb
 		{"A100-80GB all-1g.10gb mixed", "a100-80gb", "all-1g.10gb", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.10gb": 56}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
+		// stack-facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
 		{"A100-80GB all-1g.10gb single", "a100-80gb", "all-1g.10gb", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 56}, false, nil, "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb"},
-		// facts §2: DP@1b826acc internal/rm — mixed, all-balanced (A100-80GB entry): 2×1g.10gb + 2g.20gb + 3g.40gb per GPU
+		// stack-facts §2: DP@1b826acc internal/rm — mixed, all-balanced (A100-80GB entry): 2×1g.10gb + 2g.20gb + 3g.40gb per GPU
 		{"A100-80GB all-balanced mixed", "a100-80gb", "all-balanced", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
+		// stack-facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
 		{"A100-80GB all-balanced single", "a100-80gb", "all-balanced", MIGStrategySingle, invalid, false, []string{"more than one MIG device type present on node"}, "NVIDIA-A100-SXM4-80GB-MIG-INVALID"},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"A100-80GB all-disabled mixed", "a100-80gb", "all-disabled", MIGStrategyMixed, map[string]int64{"nvidia.com/gpu": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"A100-80GB all-disabled single", "a100-80gb", "all-disabled", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 8}, false, nil, ""},
-		// facts §4 step 8: MP@bd7160f4 pkg/mig/reconfigure — A100-80GB has no 1g.5gb: the layout fails
+		// stack-facts §4 step 8: MP@bd7160f4 pkg/mig/reconfigure — A100-80GB has no 1g.5gb: the layout fails
 		{"A100-80GB all-1g.5gb fails", "a100-80gb", "all-1g.5gb", MIGStrategyMixed, nil, true, nil, ""},
 
 		// --- H100-80GB ---
-		// facts §2: DP@1b826acc internal/rm — mixed: 56 nvidia.com/mig-1g.10gb
+		// stack-facts §2: DP@1b826acc internal/rm — mixed: 56 nvidia.com/mig-1g.10gb
 		{"H100-80GB all-1g.10gb mixed", "h100-80gb", "all-1g.10gb", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.10gb": 56}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
+		// stack-facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
 		{"H100-80GB all-1g.10gb single", "h100-80gb", "all-1g.10gb", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 56}, false, nil, "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"},
-		// facts §2: DP@1b826acc internal/rm — mixed, all-balanced (H100-80GB entry): 2×1g.10gb + 2g.20gb + 3g.40gb per GPU
+		// stack-facts §2: DP@1b826acc internal/rm — mixed, all-balanced (H100-80GB entry): 2×1g.10gb + 2g.20gb + 3g.40gb per GPU
 		{"H100-80GB all-balanced mixed", "h100-80gb", "all-balanced", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
+		// stack-facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
 		{"H100-80GB all-balanced single", "h100-80gb", "all-balanced", MIGStrategySingle, invalid, false, []string{"more than one MIG device type present on node"}, "NVIDIA-H100-80GB-HBM3-MIG-INVALID"},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"H100-80GB all-disabled mixed", "h100-80gb", "all-disabled", MIGStrategyMixed, map[string]int64{"nvidia.com/gpu": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"H100-80GB all-disabled single", "h100-80gb", "all-disabled", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 8}, false, nil, "NVIDIA-H100-80GB-HBM3"},
 
 		// --- H200-141GB ---
-		// facts §2: DP@1b826acc internal/rm — mixed: 56 nvidia.com/mig-1g.18gb
+		// stack-facts §2: DP@1b826acc internal/rm — mixed: 56 nvidia.com/mig-1g.18gb
 		{"H200 all-1g.18gb mixed", "h200-141gb", "all-1g.18gb", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.18gb": 56}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
+		// stack-facts §2: DP@1b826acc internal/rm — single: 56 nvidia.com/gpu
 		{"H200 all-1g.18gb single", "h200-141gb", "all-1g.18gb", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 56}, false, nil, "NVIDIA-H200-MIG-1g.18gb"},
-		// facts §2: DP@1b826acc internal/rm — mixed, all-balanced (H200 entry): 2×1g.18gb + 2g.35gb + 3g.71gb per GPU
+		// stack-facts §2: DP@1b826acc internal/rm — mixed, all-balanced (H200 entry): 2×1g.18gb + 2g.35gb + 3g.71gb per GPU
 		{"H200 all-balanced mixed", "h200-141gb", "all-balanced", MIGStrategyMixed, map[string]int64{"nvidia.com/mig-1g.18gb": 16, "nvidia.com/mig-2g.35gb": 8, "nvidia.com/mig-3g.71gb": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
+		// stack-facts §2: DP@1b826acc internal/rm — single + all-balanced: invalid, nothing advertised
 		{"H200 all-balanced single", "h200-141gb", "all-balanced", MIGStrategySingle, invalid, false, []string{"more than one MIG device type present on node"}, "NVIDIA-H200-MIG-INVALID"},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"H200 all-disabled mixed", "h200-141gb", "all-disabled", MIGStrategyMixed, map[string]int64{"nvidia.com/gpu": 8}, false, nil, ""},
-		// facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
+		// stack-facts §2: DP@1b826acc internal/rm — all-disabled: whole GPUs
 		{"H200 all-disabled single", "h200-141gb", "all-disabled", MIGStrategySingle, map[string]int64{"nvidia.com/gpu": 8}, false, nil, "NVIDIA-H200"},
 	}
 	for _, tc := range tests {
@@ -168,19 +168,19 @@ func TestGPUOperatorSampleClusterPolicy(t *testing.T) {
 		field     string
 		got, want any
 	}{
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.mig.strategy: single
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.mig.strategy: single
 		{"MIGStrategy", p.MIGStrategy, MIGStrategySingle},
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.devicePlugin.enabled: true
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.devicePlugin.enabled: true
 		{"DevicePluginEnabled", p.DevicePluginEnabled, true},
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.gfd.enabled: true
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.gfd.enabled: true
 		{"GFDEnabled", p.GFDEnabled, true},
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.migManager.enabled: true
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.migManager.enabled: true
 		{"MIGManagerEnabled", p.MIGManagerEnabled, true},
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.devicePlugin.config.name: "" (plugin defaults)
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.devicePlugin.config.name: "" (plugin defaults)
 		{"DevicePluginConfig", p.DevicePluginConfig, ""},
-		// facts §6: config/samples/v1_clusterpolicy.yaml — spec.migManager.config.name: "" (Operator's default ConfigMap)
+		// stack-facts §6: config/samples/v1_clusterpolicy.yaml — spec.migManager.config.name: "" (Operator's default ConfigMap)
 		{"MIGManagerConfig", p.MIGManagerConfig, ""},
-		// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — spec.operator.runtimeClass: nvidia
+		// stack-facts §6: GO api/nvidia/v1/clusterpolicy_types.go — spec.operator.runtimeClass: nvidia
 		{"RuntimeClass", p.RuntimeClass, "nvidia"},
 	}
 	for _, tc := range tests {

@@ -11,7 +11,7 @@ import (
 // AnnotationXid on a node injects Xid errors, as NVML would report them to
 // the device plugin: "GPU=XID[,GPU=XID...]" with the GPU's index, e.g.
 // "0=79". A fleet or a test writes it; removing it does not heal the GPU
-// before the plugin restarts (facts §2), which the simulator models by
+// before the plugin restarts (stack-facts §2), which the simulator models by
 // keeping what the annotation says now: removing it is the restart.
 const AnnotationXid = "fakegpu.gpupool.dev/xid"
 
@@ -24,13 +24,14 @@ const AnnotationUnhealthyDevices = "fakegpu.gpupool.dev/unhealthy-devices"
 // not be read ("" when it could).
 const AnnotationXidError = "fakegpu.gpupool.dev/xid-error"
 
-// ignoredXids are the Xids the plugin does not count as critical (facts §2,
-// DP@1b826acc internal/rm/health.go getDisabledHealthCheckXids): exactly six.
+// ignoredXids are the Xids the plugin does not count as critical
+// (stack-facts §2, DP@1b826acc internal/rm/health.go
+// getDisabledHealthCheckXids): exactly six.
 var ignoredXids = []int{13, 31, 43, 45, 68, 109}
 
 // CriticalXid reports whether the device plugin, run with env (the
 // ClusterPolicy's spec.devicePlugin.env), marks a device unhealthy on this
-// Xid (facts §2, internal/rm/health.go checkHealth,
+// Xid (stack-facts §2, internal/rm/health.go checkHealth,
 // getDisabledHealthCheckXids): DP_DISABLE_HEALTHCHECKS=all (or xids)
 // turns checks off, and then only DP_ENABLE_HEALTHCHECKS=all brings them
 // back; otherwise a comma list there skips more Xids, and one in
@@ -81,7 +82,7 @@ func ParseXids(v string, gpus int) (map[int]int, error) {
 
 // UnhealthyDevices lists, per advertised resource, the device IDs the device
 // plugin reports unhealthy after the Xids (GPU index to Xid) on a node with
-// inv under state. As at DP v0.20.0 (facts §2, internal/rm/health.go
+// inv under state. As at DP v0.20.0 (stack-facts §2, internal/rm/health.go
 // checkHealth): the plugin keeps one device per physical GPU, so an Xid
 // marks ONE replica of a shared GPU (the last) and one MIG device of a
 // MIG-enabled GPU (here its first, in profile order; upstream's pick is map

@@ -18,8 +18,8 @@ const (
 	OutcomeRunning           = ""
 	OutcomeAdmissionRejected = "UnexpectedAdmissionError"
 	// OutcomeNoGPUVisible: the container runs without the NVIDIA driver
-	// libraries (facts §6: "silently gets none"); a GPU workload then fails
-	// at CUDA init and the container crash-loops.
+	// libraries (stack-facts §6: "silently gets none"); a GPU workload then
+	// fails at CUDA init and the container crash-loops.
 	OutcomeNoGPUVisible = "CrashLoopBackOff"
 	OutcomeOOMKilled    = "OOMKilled"
 )
@@ -29,7 +29,7 @@ const (
 const AnnotationVisibleDevices = "fakegpu.gpupool.dev/visible-devices"
 
 // AnnotationNoGPU on a pod says why its containers cannot use the devices
-// they were allocated (their runtime injects none; facts §6). It is
+// they were allocated (their runtime injects none; stack-facts §6). It is
 // written with AnnotationVisibleDevices, in the same update.
 const AnnotationNoGPU = "fakegpu.gpupool.dev/no-gpu"
 
@@ -89,13 +89,13 @@ type KubeletNode struct {
 //   - the kubelet calls Allocate once per container, init containers
 //     first, each with that container's devices only; under
 //     failRequestsGreaterThanOne a container asking more than 1 of a shared
-//     resource fails the pod's admission (facts §2);
+//     resource fails the pod's admission (stack-facts §2);
 //   - devices are allocated per container; a non-restartable init
 //     container's devices are reused by the containers after it (k8s
 //     devicemanager devicesToAllocate), so a pod holds the distinct
 //     devices of all its containers;
 //   - whether the container sees its GPU depends on the runtime handler and
-//     the ClusterPolicy (facts §6, GPUInjected); one that does not
+//     the ClusterPolicy (stack-facts §6, GPUInjected); one that does not
 //     crash-loops (a GPU workload fails at CUDA init);
 //   - pods time-slicing one physical GPU share its memory: the pod whose
 //     declared memory makes the sum exceed it is OOMKilled; under MPS each
@@ -340,7 +340,7 @@ func sharedGPUs(devices []string) []string {
 }
 
 // overOne returns the first shared resource one container asks more than
-// one of: Allocate sees each container's request on its own (facts §2).
+// one of: Allocate sees each container's request on its own (stack-facts §2).
 func overOne(containers []ContainerRequest, shared map[string]int) (string, int64) {
 	for _, c := range containers {
 		for _, k := range sortedKeys(c.Limits) {

@@ -14,7 +14,7 @@ import (
 )
 
 // MIGPartedConfig is mig-parted's config file, version v1
-// (facts §4 "mig-parted config", MP@bd7160f4 api/spec/v1): named layouts,
+// (stack-facts §4 "mig-parted config", MP@bd7160f4 api/spec/v1): named layouts,
 // each a list of device groups.
 type MIGPartedConfig struct {
 	Version    string
@@ -42,7 +42,7 @@ func (d MIGDeviceSelector) Selects(i int) bool {
 }
 
 // ParseMIGPartedConfig decodes and validates a mig-parted config document
-// as mig-parted's strict parser does (facts §4, MP@bd7160f4 api/spec/v1
+// as mig-parted's strict parser does (stack-facts §4, MP@bd7160f4 api/spec/v1
 // spec.go Spec.UnmarshalJSON, MigConfigSpec.UnmarshalJSON): unknown keys
 // and missing required fields are errors, with upstream's messages behind
 // the path of the field.
@@ -184,7 +184,7 @@ func parseStringOrList(raw json.RawMessage) ([]string, error) {
 	return many, nil
 }
 
-// assertValidFormat is mig-parted's check of mig-devices (facts §4,
+// assertValidFormat is mig-parted's check of mig-devices (stack-facts §4,
 // MP@bd7160f4 pkg/types/mig_config.go AssertValidFormat). An empty map is
 // valid (all-enabled: MIG on, no devices).
 func assertValidFormat(devices map[string]int) error {
@@ -258,7 +258,7 @@ func (c *MIGPartedConfig) Apply(name string, sku SKU, count int) ([]GPUState, er
 // ApplyTo applies the named layout to GPUs of sku currently in state
 // current, as mig-parted apply does: only the GPUs an entry matches (by
 // devices and device-filter) change; the others keep their MIG mode and
-// devices (facts §4, MP@bd7160f4 cmd/nvidia-mig-parted/apply/config.go
+// devices (stack-facts §4, MP@bd7160f4 cmd/nvidia-mig-parted/apply/config.go
 // ApplyMigConfig). An error means the real manager would end in state
 // "failed", the GPUs unchanged.
 func (c *MIGPartedConfig) ApplyTo(name string, sku SKU, current []GPUState) ([]GPUState, error) {
@@ -286,7 +286,7 @@ func (c *MIGPartedConfig) ApplyTo(name string, sku SKU, current []GPUState) ([]G
 }
 
 // Assert is `nvidia-mig-parted assert`: nil when the GPUs are already in
-// the named layout. Every GPU must be matched by an entry (facts §4,
+// the named layout. Every GPU must be matched by an entry (stack-facts §4,
 // MP@bd7160f4 cmd/nvidia-mig-parted/assert/config.go AssertMigConfig), so
 // a layout that leaves a GPU out is never already applied.
 func (c *MIGPartedConfig) Assert(name string, sku SKU, current []GPUState) error {
@@ -363,7 +363,7 @@ func (e MIGDeviceLayout) matches(sku SKU) bool {
 }
 
 // checkFits rejects profiles the GPU lacks and layouts that need more
-// compute or memory slices than the GPU has (facts §4 step 8).
+// compute or memory slices than the GPU has (stack-facts §4 step 8).
 func checkFits(sku SKU, devices map[string]int) error {
 	compute, memory := 0, 0
 	for _, name := range sortedKeys(devices) {

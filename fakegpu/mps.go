@@ -2,7 +2,7 @@ package fakegpu
 
 import "fmt"
 
-// MPS limits (facts §2, DP@1b826acc cmd/mps-control-daemon/mps/device.go
+// MPS limits (stack-facts §2, DP@1b826acc cmd/mps-control-daemon/mps/device.go
 // assertReplicas, maxClients; daemon.go perDevicePinnedDeviceMemoryLimits,
 // activeThreadPercentage).
 

@@ -186,10 +186,10 @@ func (p *nodePass) setIfMissing(k, v string) {
 }
 
 // operatorLabels writes what the GPU Operator labels a GPU node with
-// (facts §6 "Node labels GO writes"; GOmod@d73a0086
+// (stack-facts §6 "Node labels GO writes"; GOmod@d73a0086
 // controllers/state_manager.go labelGPUNodes): gpu.present, the deploy
 // labels that are missing, mig-manager's on a node it sees as MIG-capable,
-// and there the default MIG layout (facts §4 step 1). Its ClusterPolicy
+// and there the default MIG layout (stack-facts §4 step 1). Its ClusterPolicy
 // controller does this: without a ClusterPolicy nothing is written.
 func (s *Stack) operatorLabels(p *nodePass, inv NodeInventory, gpus []GPUState) {
 	if s.Policy == nil {
@@ -220,7 +220,7 @@ func (s *Stack) gfdLabels(labels map[string]string, inv NodeInventory, gpus []GP
 // goSeesMIGCapable is the Operator's test of a MIG-capable node, which
 // reads GFD's labels, not the hardware: no mig.capable label (GFD
 // disabled or failing) and no A100/H100/A30 product means not MIG-capable
-// (facts §4 step 1, GOmod@d73a0086 state_manager.go hasMIGCapableGPU).
+// (stack-facts §4 step 1, GOmod@d73a0086 state_manager.go hasMIGCapableGPU).
 func goSeesMIGCapable(labels map[string]string) bool {
 	if labels["nvidia.com/vgpu.host-driver-version"] != "" {
 		return false
@@ -241,7 +241,7 @@ func (s *Stack) migManagerRuns(labels map[string]string) bool {
 		(s.MIGParted != nil || s.MIGPartedErr != nil)
 }
 
-// migManager is one pass of the MIG manager (facts §4, MP@bd7160f4
+// migManager is one pass of the MIG manager (stack-facts §4, MP@bd7160f4
 // pkg/mig/reconfigure/reconfigure.go Run, v0.15.0). A run starts when the
 // label names another layout than the last run's (the manager compares
 // with the last value it read, so an emptied label and the same value back
@@ -271,9 +271,9 @@ func (s *Stack) migManager(p *nodePass, inv NodeInventory, obs NodeObservation, 
 		}
 		return gpus, false
 	case desired == "":
-		// An empty or missing label wakes nothing (facts §4 step 2, MP@bd7160f4
-		// cmd/nvidia-mig-manager/main.go SyncableMigConfig.Set): whatever
-		// state label there is stays.
+		// An empty or missing label wakes nothing (stack-facts §4 step 2,
+		// MP@bd7160f4 cmd/nvidia-mig-manager/main.go
+		// SyncableMigConfig.Set): whatever state label there is stays.
 		if st, ok := p.labels[LabelMIGConfigState]; ok {
 			p.set(LabelMIGConfigState, st)
 		}
@@ -322,7 +322,7 @@ func (s *Stack) migManager(p *nodePass, inv NodeInventory, obs NodeObservation, 
 }
 
 // validMIGConfig is `nvidia-mig-parted assert --valid-config`: the file
-// parses and names the layout (facts §4 step 3).
+// parses and names the layout (stack-facts §4 step 3).
 func (s *Stack) validMIGConfig(name string) error {
 	if s.MIGPartedErr != nil {
 		return s.MIGPartedErr
@@ -347,10 +347,10 @@ func (p *nodePass) endMIGRun(layout, state string) {
 
 // restoreOperands sets the labels the manager pauses to "true" unless
 // "false", on every exit, so even a run that paused nothing writes a
-// missing gpu.deploy.nvsm=true (facts §4 step 4, MP@bd7160f4 setState,
+// missing gpu.deploy.nvsm=true (stack-facts §4 step 4, MP@bd7160f4 setState,
 // maybeSetTrue). Known difference: v0.15.0 sets a process-wide flag on its
 // first full restore after which setState restores nothing until the
-// manager restarts (facts §4 step 5); the simulator always restores.
+// manager restarts (stack-facts §4 step 5); the simulator always restores.
 func (p *nodePass) restoreOperands() {
 	for _, l := range p.pausedLabels() {
 		p.set(l, unlessFalse(p.labels[l], "true"))

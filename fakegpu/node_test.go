@@ -57,7 +57,7 @@ func labelsAfter(obs map[string]string, d NodeDesired) map[string]string {
 	return out
 }
 
-// The MIG manager protocol (facts §4, MP@bd7160f4 pkg/mig/reconfigure/reconfigure.go
+// The MIG manager protocol (stack-facts §4, MP@bd7160f4 pkg/mig/reconfigure/reconfigure.go
 // Run), step by step through Desired, each pass fed the previous one's writes.
 func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	s := migStack(t)
@@ -65,7 +65,7 @@ func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	delay := 500 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 
-	// facts §4 step 1: GO labels MIG-capable nodes that lack nvidia.com/mig.config with
+	// stack-facts §4 step 1: GO labels MIG-capable nodes that lack nvidia.com/mig.config with
 	// the default all-disabled, which fresh GPUs already are: success at once.
 	d := s.Desired(inv, NodeObservation{Labels: map[string]string{}, Annotations: map[string]string{}, Now: t0}, delay)
 	if d.Labels[LabelMIGConfig] != MIGConfigAllDisabled || d.Labels[LabelMIGConfigState] != MIGStateSuccess {
@@ -76,7 +76,7 @@ func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	}
 	labels, ann := labelsAfter(nil, d), d.Annotations
 
-	// facts §4 step 4: a new layout: pending, operands paused (a false stays false), GPUs withdrawn, requeue.
+	// stack-facts §4 step 4: a new layout: pending, operands paused (a false stays false), GPUs withdrawn, requeue.
 	labels[LabelMIGConfig] = "all-1g.5gb"
 	labels["nvidia.com/gpu.deploy.dcgm"] = "false"
 	d = s.Desired(inv, NodeObservation{Labels: labels, Annotations: ann, Now: t0}, delay)
@@ -101,7 +101,7 @@ func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	}
 	labels, ann = labelsAfter(labels, d), mergeAnnotations(ann, d.Annotations)
 
-	// facts §4 step 8: a layout the GPU cannot take: pending, then failed. That the old devices
+	// stack-facts §4 step 8: a layout the GPU cannot take: pending, then failed. That the old devices
 	// are kept is the simulator's assumption (the doc says nothing of the GPUs after a failure).
 	labels[LabelMIGConfig] = "all-1g.10gb.me"
 	d = s.Desired(inv, NodeObservation{Labels: labels, Annotations: ann, Now: t0.Add(2 * delay)}, delay)
@@ -115,7 +115,7 @@ func TestDesiredWalksTheMIGProtocol(t *testing.T) {
 	}
 	labels, ann = labelsAfter(labels, d), mergeAnnotations(ann, d.Annotations)
 
-	// facts §4 step 2: the manager waits for the label to change; the same label runs nothing.
+	// stack-facts §4 step 2: the manager waits for the label to change; the same label runs nothing.
 	d = s.Desired(inv, NodeObservation{Labels: labels, Annotations: ann, Now: t0.Add(4 * delay)}, delay)
 	if d.Labels[LabelMIGConfigState] != MIGStateFailed || d.RequeueAfter != 0 {
 		t.Errorf("failed, label unchanged: want state failed and no new run, got %v requeue %s", d.Labels, d.RequeueAfter)
@@ -181,7 +181,7 @@ func TestDesiredMIGManager(t *testing.T) {
 		alloc    map[string]int64
 	}{
 		{
-			// facts §4 step 3: MP@bd7160f4 pkg/mig/reconfigure/reconfigure.go validateMigConfig — an unknown
+			// stack-facts §4 step 3: MP@bd7160f4 pkg/mig/reconfigure/reconfigure.go validateMigConfig — an unknown
 			// name fails at assert --valid-config: failed at once, nothing paused, GPUs unchanged
 			name:    "unknown layout fails at once",
 			labels:  map[string]string{LabelMIGConfig: "all-9g.99gb", "nvidia.com/gpu.deploy.dcgm": "false"},
@@ -191,7 +191,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 "mig-parted config", blast radius: a file that does not parse fails every run at
+			// stack-facts §4 "mig-parted config", blast radius: a file that does not parse fails every run at
 			// assert --valid-config, whatever the node selects, at once and with nothing paused
 			name: "unparsable file fails a valid-looking layout", brokenMP: true,
 			labels:  map[string]string{LabelMIGConfig: "all-1g.5gb"},
@@ -200,14 +200,14 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{ResourceGPU: 2},
 		},
 		{
-			// facts §4 "mig-parted config", blast radius: even all-disabled, which fresh GPUs already are
+			// stack-facts §4 "mig-parted config", blast radius: even all-disabled, which fresh GPUs already are
 			name: "unparsable file fails all-disabled", brokenMP: true,
 			labels: map[string]string{LabelMIGConfig: MIGConfigAllDisabled},
 			want:   map[string]string{LabelMIGConfigState: MIGStateFailed},
 			alloc:  map[string]int64{ResourceGPU: 2},
 		},
 		{
-			// facts §4 step 3: already applied: success at once, nothing paused; step 4: the exit
+			// stack-facts §4 step 3: already applied: success at once, nothing paused; step 4: the exit
 			// through setState still writes the paused set to true, creating gpu.deploy.nvsm=true
 			name:    "already applied",
 			labels:  map[string]string{LabelMIGConfig: MIGConfigAllDisabled, "nvidia.com/gpu.deploy.dcgm": "false"},
@@ -217,7 +217,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{ResourceGPU: 2},
 		},
 		{
-			// facts §4 step 4: MP@bd7160f4 reconfigure.go shutdownKubernetesGPUClients, maybeSetPaused —
+			// stack-facts §4 step 4: MP@bd7160f4 reconfigure.go shutdownKubernetesGPUClients, maybeSetPaused —
 			// device-plugin, gpu-feature-discovery, dcgm-exporter, dcgm, nvsm paused (a false stays false,
 			// a missing one written), client because the node has it; no GPU resources while paused
 			name:    "pending pauses the operands",
@@ -227,7 +227,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{ResourceGPU: 0},
 		},
 		{
-			// facts §4 step 4: gpu.deploy.client is paused only if present (v0.15.0)
+			// stack-facts §4 step 4: gpu.deploy.client is paused only if present (v0.15.0)
 			name:    "pending without a client label",
 			labels:  map[string]string{LabelMIGConfig: "all-1g.5gb"},
 			want:    map[string]string{LabelMIGConfigState: MIGStatePending, "nvidia.com/gpu.deploy.nvsm": PausedForMIGChange, "nvidia.com/gpu.deploy.dcgm": PausedForMIGChange},
@@ -236,7 +236,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{ResourceGPU: 0},
 		},
 		{
-			// facts §4 step 4: restartKubernetesGPUClients, maybeSetTrue — after the apply the labels go
+			// stack-facts §4 step 4: restartKubernetesGPUClients, maybeSetTrue — after the apply the labels go
 			// back to true (false kept, client restored because present), state success
 			name:    "applied: operands restored",
 			labels:  with(pausedNode, LabelMIGConfig, "all-1g.5gb", LabelMIGConfigState, MIGStatePending),
@@ -248,7 +248,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 steps 5 and 8: a layout that does not fit fails at apply, after pending: failed,
+			// stack-facts §4 steps 5 and 8: a layout that does not fit fails at apply, after pending: failed,
 			// labels restored (v0.15.0); the GPUs keeping their layout is the simulator's assumption
 			name:    "unfit layout fails at apply",
 			labels:  with(pausedNode, LabelMIGConfig, "all-1g.10gb.me", LabelMIGConfigState, MIGStatePending),
@@ -259,7 +259,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 "GPUs a layout does not match ... keep their current MIG mode and devices":
+			// stack-facts §4 "GPUs a layout does not match ... keep their current MIG mode and devices":
 			// devices [0] disables GPU 0 only; GPU 1 keeps its 7 × 1g.5gb
 			name:    "GPUs the layout leaves out keep their devices",
 			labels:  with(pausedNode, LabelMIGConfig, "first-disabled", LabelMIGConfigState, MIGStatePending),
@@ -270,7 +270,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{ResourceGPU: 1, "nvidia.com/mig-1g.5gb": 7},
 		},
 		{
-			// facts §4 "GPUs a layout does not match": assert requires every GPU to match, so a layout
+			// stack-facts §4 "GPUs a layout does not match": assert requires every GPU to match, so a layout
 			// that leaves a GPU out is never already applied, even when its GPU 0 is in it: a new run pauses
 			name:    "a layout that leaves GPUs out is never already applied",
 			labels:  map[string]string{LabelMIGConfig: "first-1g.5gb"},
@@ -280,7 +280,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{"nvidia.com/mig-1g.5gb": 0},
 		},
 		{
-			// facts §4 "GPUs a layout does not match": ... every run pauses and re-applies, then ends success
+			// stack-facts §4 "GPUs a layout does not match": ... every run pauses and re-applies, then ends success
 			// (the GPUs did not change: no layout change, no pod loses its devices)
 			name:    "re-applying a layout that leaves GPUs out ends success",
 			labels:  with(pausedNode, LabelMIGConfig, "first-1g.5gb", LabelMIGConfigState, MIGStatePending),
@@ -291,7 +291,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:   map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 "GPUs a layout does not match (by device-filter)": a filter matching no GPU of
+			// stack-facts §4 "GPUs a layout does not match (by device-filter)": a filter matching no GPU of
 			// the node is never already applied either
 			name:    "device-filter matching no GPU pauses",
 			labels:  map[string]string{LabelMIGConfig: "a100-80-only"},
@@ -299,7 +299,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			pending: true,
 		},
 		{
-			// facts §4 step 2: MP@bd7160f4 cmd/nvidia-mig-manager/main.go SyncableMigConfig.Set — an emptied
+			// stack-facts §4 step 2: MP@bd7160f4 cmd/nvidia-mig-manager/main.go SyncableMigConfig.Set — an emptied
 			// label wakes nothing: the state label stays, no deploy label written (no nvsm)
 			name:   "empty label runs nothing",
 			labels: map[string]string{LabelMIGConfig: "", LabelMIGConfigState: MIGStateSuccess},
@@ -309,7 +309,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:  map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 step 2: an emptied label does not stop a run under way; the simulator does not
+			// stack-facts §4 step 2: an emptied label does not stop a run under way; the simulator does not
 			// record which layout the run is for, so it ends the run with the GPUs unchanged and the
 			// operands restored (a known difference: the real run finishes its layout)
 			name:   "label emptied mid-run",
@@ -319,7 +319,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:  map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 step 2: the manager acts only on a label change: the label its last run failed on
+			// stack-facts §4 step 2: the manager acts only on a label change: the label its last run failed on
 			// runs nothing (failed, nvsm not written)
 			name:   "same label after a failure runs nothing",
 			labels: map[string]string{LabelMIGConfig: "all-9g.99gb", LabelMIGConfigState: MIGStateFailed},
@@ -329,7 +329,7 @@ func TestDesiredMIGManager(t *testing.T) {
 			alloc:  map[string]int64{"nvidia.com/mig-1g.5gb": 14},
 		},
 		{
-			// facts §4 steps 2–3: back to the layout applied before a failed run is a label change: a run,
+			// stack-facts §4 steps 2–3: back to the layout applied before a failed run is a label change: a run,
 			// already applied, success at once
 			name:    "back to the applied layout after a failure",
 			labels:  map[string]string{LabelMIGConfig: "all-1g.5gb", LabelMIGConfigState: MIGStateFailed},
@@ -380,9 +380,9 @@ func TestDesiredMIGManager(t *testing.T) {
 	}
 }
 
-// The labels the GPU Operator itself writes on a GPU node (facts §6 "Node labels GO writes",
+// The labels the GPU Operator itself writes on a GPU node (stack-facts §6 "Node labels GO writes",
 // GOmod@d73a0086 controllers/state_manager.go labelGPUNodes) and the default MIG layout
-// (facts §4 step 1).
+// (stack-facts §4 step 1).
 func TestDesiredOperatorLabels(t *testing.T) {
 	goDeploy := map[string]string{}
 	for _, l := range OperatorDeployLabels {
@@ -399,27 +399,27 @@ func TestDesiredOperatorLabels(t *testing.T) {
 		state    string // mig.config.state after the pass ("": none)
 	}{
 		{
-			// facts §6: gpu.present=true on a GPU node (NFD's pci-10de label taken as present), and the
+			// stack-facts §6: gpu.present=true on a GPU node (NFD's pci-10de label taken as present), and the
 			// container-workload deploy labels as "true"; not mig-manager on a GPU that is not MIG-capable
-			// (§5: L4), not client (GO main only), not nvsm (the MIG manager's)
+			// (stack-facts §5: L4), not client (GO main only), not nvsm (the MIG manager's)
 			name: "L4 node", sku: "l4",
 			want:   withLabels(goDeploy, LabelGPUPresent, "true"),
 			absent: []string{LabelDeployMIGManager, LabelDeployClient, "nvidia.com/gpu.deploy.nvsm", LabelMIGConfig},
 		},
 		{
-			// facts §6: written only when missing (GOmod@d73a0086): false and paused-for-mig-change are kept
+			// stack-facts §6: written only when missing (GOmod@d73a0086): false and paused-for-mig-change are kept
 			name: "existing values kept", sku: "l4",
 			labels: map[string]string{"nvidia.com/gpu.deploy.driver": "false", "nvidia.com/gpu.deploy.dcgm": PausedForMIGChange, "nvidia.com/gpu.deploy.operator-validator": ""},
 			want:   map[string]string{"nvidia.com/gpu.deploy.driver": "false", "nvidia.com/gpu.deploy.dcgm": PausedForMIGChange, "nvidia.com/gpu.deploy.operator-validator": "", LabelDeployDevicePlugin: "true"},
 		},
 		{
-			// facts §6: GO sets gpu.present back to true on a node that has GPUs
+			// stack-facts §6: GO sets gpu.present back to true on a node that has GPUs
 			name: "gpu.present false", sku: "l4",
 			labels: map[string]string{LabelGPUPresent: "false"},
 			want:   map[string]string{LabelGPUPresent: "true"},
 		},
 		{
-			// facts §6: mig-manager on MIG-capable nodes; facts §4 step 1: with migManager.config.default
+			// stack-facts §6: mig-manager on MIG-capable nodes; stack-facts §4 step 1: with migManager.config.default
 			// all-disabled, GO labels the node all-disabled, which the manager finds applied
 			name: "A100 node, default all-disabled", sku: "a100-40gb",
 			policy: func(p *ClusterPolicySettings) { p.MIGManagerDefault = MIGConfigAllDisabled },
@@ -427,7 +427,7 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			state:  MIGStateSuccess,
 		},
 		{
-			// facts §4 step 1: the label "" counts as missing
+			// stack-facts §4 step 1: the label "" counts as missing
 			name: "empty mig.config label, default all-disabled", sku: "a100-40gb",
 			policy: func(p *ClusterPolicySettings) { p.MIGManagerDefault = MIGConfigAllDisabled },
 			labels: map[string]string{LabelMIGConfig: ""},
@@ -435,7 +435,7 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			state:  MIGStateSuccess,
 		},
 		{
-			// facts §4 steps 1–2: default "": GO writes no mig.config, and with no label the manager runs
+			// stack-facts §4 steps 1–2: default "": GO writes no mig.config, and with no label the manager runs
 			// nothing: no state, no nvsm
 			name: "A100 node, default empty", sku: "a100-40gb",
 			policy: func(p *ClusterPolicySettings) { p.MIGManagerDefault = "" },
@@ -443,7 +443,7 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			absent: []string{LabelMIGConfig, "nvidia.com/gpu.deploy.nvsm"},
 		},
 		{
-			// facts §4 step 1: migManager disabled: no default label, no manager; facts §6: the
+			// stack-facts §4 step 1: migManager disabled: no default label, no manager; stack-facts §6: the
 			// mig-manager deploy label is written all the same
 			name: "MIG manager disabled", sku: "a100-40gb",
 			policy: func(p *ClusterPolicySettings) {
@@ -455,9 +455,9 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			absent: []string{LabelMIGConfig},
 		},
 		{
-			// facts §4 step 1 (GOmod@d73a0086 hasMIGCapableGPU reads mig.capable, else the product label):
+			// stack-facts §4 step 1 (GOmod@d73a0086 hasMIGCapableGPU reads mig.capable, else the product label):
 			// with GFD disabled GO sees no MIG-capable GPU: no mig-manager label, no default layout, so the
-			// manager does not run even on a labelled node; gpu.present is GO's and stays (facts §3, §6)
+			// manager does not run even on a labelled node; gpu.present is GO's and stays (stack-facts §3, §6)
 			name: "GFD disabled", sku: "a100-40gb",
 			policy: func(p *ClusterPolicySettings) { p.GFDEnabled = false; p.MIGManagerDefault = MIGConfigAllDisabled },
 			labels: map[string]string{LabelMIGConfig: "all-1g.5gb"},
@@ -465,7 +465,7 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			absent: []string{LabelDeployMIGManager, "nvidia.com/mig.capable"},
 		},
 		{
-			// facts §4 step 1: GFD not deployed on the node (its deploy label false): GO reads the
+			// stack-facts §4 step 1: GFD not deployed on the node (its deploy label false): GO reads the
 			// mig.capable label GFD wrote before, which stays
 			name: "GFD not deployed, mig.capable kept", sku: "a100-40gb",
 			labels: map[string]string{LabelDeployGFD: "false", "nvidia.com/mig.capable": "true"},
@@ -473,13 +473,13 @@ func TestDesiredOperatorLabels(t *testing.T) {
 			state:  MIGStateSuccess,
 		},
 		{
-			// facts §6 (GOmod@d73a0086 labelGPUNodes is the ClusterPolicy controller's): no ClusterPolicy,
+			// stack-facts §6 (GOmod@d73a0086 labelGPUNodes is the ClusterPolicy controller's): no ClusterPolicy,
 			// no Operator labels
 			name: "no ClusterPolicy", sku: "a100-40gb", noPolicy: true,
 			absent: []string{LabelGPUPresent, LabelDeployDevicePlugin, LabelDeployMIGManager, LabelMIGConfig},
 		},
 		{
-			// facts §6: deploy labels are the Operator's (or the platform's, e.g. sandbox ones): the
+			// stack-facts §6: deploy labels are the Operator's (or the platform's, e.g. sandbox ones): the
 			// simulated stack never removes them, nor gpu.present or the config-selecting labels; a GFD
 			// label it no longer publishes goes
 			name: "what the stack removes", sku: "l4",
@@ -524,7 +524,7 @@ func withLabels(base map[string]string, kv ...string) map[string]string {
 }
 
 // The simulator runs the MIG manager only where gpu.deploy.mig-manager is "true", as the
-// GPU Operator's DaemonSet selects nodes (facts §6 deploy labels; GOmod@d73a0086
+// GPU Operator's DaemonSet selects nodes (stack-facts §6 deploy labels; GOmod@d73a0086
 // assets/state-mig-manager/0600_daemonset.yaml, read here unmodified).
 func TestMIGManagerDaemonSetSelectsItsDeployLabel(t *testing.T) {
 	var ds struct {
@@ -557,7 +557,7 @@ func TestDesiredPluginDown(t *testing.T) {
 	for name, obs := range map[string]NodeObservation{
 		"annotation down":    {Labels: map[string]string{LabelMIGConfig: "all-disabled"}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled", AnnotationDevicePlugin: DevicePluginDown}},
 		"deploy label false": {Labels: map[string]string{LabelMIGConfig: "all-disabled", LabelDeployDevicePlugin: "false"}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled"}},
-		// facts §4 step 5: labels left paused (a run stuck in pending) keep the plugin away until a
+		// stack-facts §4 step 5: labels left paused (a run stuck in pending) keep the plugin away until a
 		// new run: the manager does not restore them on its own
 		"deploy label left paused": {Labels: map[string]string{LabelMIGConfig: "all-disabled", LabelDeployDevicePlugin: PausedForMIGChange}, Annotations: map[string]string{AnnotationMIGApplied: "all-disabled"}},
 	} {
@@ -613,8 +613,8 @@ func TestKubeletResourcesRemembersWhatItRegistered(t *testing.T) {
 }
 
 // TestDesiredXid: an Xid on one GPU takes that device out of allocatable
-// and keeps it in capacity (facts §2, k8s manager.go GetCapacity; DP@1b826acc
-// internal/rm/health.go checkHealth), and says which device.
+// and keeps it in capacity (stack-facts §2, k8s manager.go GetCapacity;
+// DP@1b826acc internal/rm/health.go checkHealth), and says which device.
 func TestDesiredXid(t *testing.T) {
 	s := migStack(t)
 	h100 := NodeInventory{SKU: mustSKU(t, "h100-80gb"), Count: 8}
@@ -628,9 +628,9 @@ func TestDesiredXid(t *testing.T) {
 		allocatable, bad  int64
 		wantErrAnnotation bool
 	}{
-		// facts §2: one critical Xid, one GPU withdrawn
+		// stack-facts §2: one critical Xid, one GPU withdrawn
 		{"xid 79 on GPU 3", "3=79", 7, 1, false},
-		// facts §2: Xid 43 is one of the six the plugin ignores
+		// stack-facts §2: Xid 43 is one of the six the plugin ignores
 		{"xid 43 ignored", "3=43", 8, 0, false},
 		{"two GPUs", "0=79,7=48", 6, 2, false},
 		// our API: a malformed annotation is reported, nothing withdrawn
@@ -647,7 +647,7 @@ func TestDesiredXid(t *testing.T) {
 			}
 		})
 	}
-	// facts §2: DP_DISABLE_HEALTHCHECKS=all in the plugin's env: nothing is withdrawn
+	// stack-facts §2: DP_DISABLE_HEALTHCHECKS=all in the plugin's env: nothing is withdrawn
 	off := migStack(t)
 	policy := *off.Policy
 	policy.DevicePluginEnv = map[string]string{"DP_DISABLE_HEALTHCHECKS": "all"}
@@ -673,12 +673,12 @@ sharing:
 	}
 	got := s.KubeletOn(KubeletNode{Name: "n", Capacity: capacity, Inventory: inv}, []GPUPod{
 		pod("a", 1, "nvidia", 8000),
-		pod("two", 2, "nvidia", 0), // facts §2: DP@1b826acc internal/rm/rm.go ValidateRequest — maximum request size for shared resources is 1
+		pod("two", 2, "nvidia", 0), // stack-facts §2: DP@1b826acc internal/rm/rm.go ValidateRequest — maximum request size for shared resources is 1
 		pod("norc", 1, "", 0),      // no NVIDIA runtime: no GPU visible
 		pod("b", 1, "nvidia", 8000),
 		pod("c", 1, "nvidia", 8000), // 24000 MiB > 23034: out of memory
 	})
-	// facts §2: the exact status.message (renameByDefault true).
+	// stack-facts §2: the exact status.message (renameByDefault true).
 	if v := got["two"]; v.Outcome != OutcomeAdmissionRejected || v.Message != `Pod was rejected: Allocate failed due to rpc error: code = Unknown desc = invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2, which is unexpected` {
 		t.Errorf("two replicas: got %+v", v)
 	}
@@ -720,8 +720,8 @@ func TestDeviceIDsAreWhatTheKubeletAllocates(t *testing.T) {
 	if !slices.Equal(got["a"].Devices, ids[:3]) || !slices.Equal(got["b"].Devices, ids[3:5]) {
 		t.Errorf("allocated a=%v b=%v, want %v and %v", got["a"].Devices, got["b"].Devices, ids[:3], ids[3:5])
 	}
-	// facts §2 failRequestsGreaterThanOne: the plugin quotes the advertised
-	// (renamed) resource; the kubelet adds the rest.
+	// stack-facts §2 failRequestsGreaterThanOne: the plugin quotes the
+	// advertised (renamed) resource; the kubelet adds the rest.
 	want := `invalid allocation request for "nvidia.com/gpu.shared": invalid request: maximum request size for shared resources is 1; found 2`
 	if err := SharedRequestTooLarge("nvidia.com/gpu.shared", 2); err.Error() != want {
 		t.Errorf("SharedRequestTooLarge = %q, want %q", err, want)

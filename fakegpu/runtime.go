@@ -5,7 +5,7 @@ import "fmt"
 // GPUInjected reports whether a container run by the runtime handler
 // (of its RuntimeClass; "" for none) gets a usable GPU on the simulated
 // nodes, and if not, why. The simulated GPU Operator is the one whose CRD
-// the cluster serves (GOmod@d73a0086, v25.3.4, facts §6):
+// the cluster serves (GOmod@d73a0086, v25.3.4, stack-facts §6):
 //   - the nvidia handler always injects;
 //   - no handler runs containerd's default runtime, which the toolkit makes
 //     nvidia unless its env says otherwise (CTK defaultSetAsDefault) or it is

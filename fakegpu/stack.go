@@ -24,7 +24,7 @@ type Stack struct {
 	// MIGParted is the mig-parted config the MIG manager uses, or
 	// MIGPartedErr why the file it mounts does not parse (MIGParted is then
 	// nil): the candidate is accepted, and every run of the manager fails
-	// (facts §4 "mig-parted config", blast radius).
+	// (stack-facts §4 "mig-parted config", blast radius).
 	MIGParted    *MIGPartedConfig
 	MIGPartedErr error
 }
@@ -94,7 +94,7 @@ func (s *Stack) unhealthy(node string, labels map[string]string, inv NodeInvento
 
 // DevicePluginConfigFor returns the device-plugin config a node with these
 // labels runs with (nil: the plugin's defaults), or the error that keeps
-// the plugin from serving on it. Only the selected key matters (facts §1,
+// the plugin from serving on it. Only the selected key matters (stack-facts §1,
 // DP@1b826acc cmd/config-manager/main.go updateConfigName): a key that
 // does not exist stops the config-manager with upstream's message (for a
 // missing default it prints the empty label, hence two spaces), and a key
@@ -159,8 +159,8 @@ func (s *Stack) Warnings() []string {
 }
 
 // overriddenFlags are the config file's plugin flags the GPU Operator's
-// DaemonSet sets in the plugin's environment, which beats the file (facts
-// §1 precedence; gpu-access-facts §4.3): the file's value never applies;
+// DaemonSet sets in the plugin's environment, which beats the file
+// (stack-facts §1 precedence; access §4.3): the file's value never applies;
 // spec.devicePlugin.env is where to set it.
 func overriddenFlags(cm, key string, c *DevicePluginConfig) []string {
 	if c == nil || c.Flags.Plugin == nil {
@@ -183,7 +183,8 @@ func overriddenFlags(cm, key string, c *DevicePluginConfig) []string {
 }
 
 // migPartedWarnings adds a mig-parted file that does not parse: the MIG
-// manager then fails on every MIG node it runs on (facts §4, blast radius).
+// manager then fails on every MIG node it runs on (stack-facts §4, blast
+// radius).
 func (s *Stack) migPartedWarnings(out []string) []string {
 	if s.Policy == nil || s.MIGPartedErr == nil {
 		return out
@@ -232,7 +233,7 @@ func StackFromObjects(objs []*unstructured.Unstructured, defaultMIG *MIGPartedCo
 		if cm, ok := configMaps[name]; ok {
 			// A file that does not parse (or is missing, which the doc does
 			// not cover and is taken alike) fails the MIG manager's runs,
-			// not the candidate (facts §4, blast radius).
+			// not the candidate (stack-facts §4, blast radius).
 			var err error
 			if doc, found, _ := unstructured.NestedString(cm.Object, "data", "config.yaml"); found {
 				s.MIGParted, err = ParseMIGPartedConfig([]byte(doc))

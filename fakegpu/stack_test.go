@@ -69,54 +69,54 @@ func TestStackNode(t *testing.T) {
 		bug       string
 	}{
 		{
-			// facts §1: DP@1b826acc cmd/config-manager/main.go — no nvidia.com/device-plugin.config label: the default key
+			// stack-facts §1: DP@1b826acc cmd/config-manager/main.go — no nvidia.com/device-plugin.config label: the default key
 			name: "default config",
 			objs: std, sku: "l4", count: 1,
 			want: map[string]int64{"nvidia.com/gpu": 1},
 		},
 		{
-			// facts §1: DP@1b826acc cmd/config-manager/main.go — the node label picks a key of the config ConfigMap
+			// stack-facts §1: DP@1b826acc cmd/config-manager/main.go — the node label picks a key of the config ConfigMap
 			name: "label picks time-slicing",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "ts-4"}, sku: "l4", count: 1,
 			want:      map[string]int64{"nvidia.com/gpu.shared": 4},
 			wantLabel: map[string]string{"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.product": "NVIDIA-L4"},
 		},
 		{
-			// facts §1: DP@1b826acc cmd/config-manager/main.go — a label naming a missing key: "specified config X does not exist", plugin down
+			// stack-facts §1: DP@1b826acc cmd/config-manager/main.go — a label naming a missing key: "specified config X does not exist", plugin down
 			name: "label names a missing key",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "ts-8"}, sku: "l4", count: 1,
 			want:    map[string]int64{},
 			wantErr: []string{"specified config ts-8 does not exist"},
 		},
 		{
-			// facts §1: DP@1b826acc cmd/config-manager/main.go — a missing key fails the plugin even on a MIG node
+			// stack-facts §1: DP@1b826acc cmd/config-manager/main.go — a missing key fails the plugin even on a MIG node
 			name: "missing key on a MIG node",
 			objs: std, labels: map[string]string{LabelDevicePluginConfig: "nope", LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
 			want:    map[string]int64{},
 			wantErr: []string{"does not exist"},
 		},
 		{
-			// facts §6: GO controllers — no ClusterPolicy: no Operator, no device plugin, nothing advertised
+			// stack-facts §6: GO controllers — no ClusterPolicy: no Operator, no device plugin, nothing advertised
 			name: "no ClusterPolicy",
 			objs: []*unstructured.Unstructured{stackDPConfigMap()}, sku: "l4", count: 1,
 			want: map[string]int64{}, wantErr: []string{"ClusterPolicy"}, noLabels: true,
 		},
 		{
-			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.enabled=false: nothing advertised
+			// stack-facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.enabled=false: nothing advertised
 			name: "device plugin disabled",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"devicePlugin": map[string]any{"enabled": false}})},
 			sku:  "l4", count: 1,
 			want: map[string]int64{}, wantErr: []string{"devicePlugin.enabled=false"}, noLabels: true,
 		},
 		{
-			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — gfd.enabled=false: no GFD labels, resources still advertised
+			// stack-facts §6: GO api/nvidia/v1/clusterpolicy_types.go — gfd.enabled=false: no GFD labels, resources still advertised
 			name: "GFD disabled",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"gfd": map[string]any{"enabled": false}}), stackDPConfigMap()},
 			sku:  "l4", count: 2,
 			want: map[string]int64{"nvidia.com/gpu": 2}, noLabels: true,
 		},
 		{
-			// facts §4 steps 1–2: GOmod@d73a0086 controllers/state_manager.go labelGPUNodes — with
+			// stack-facts §4 steps 1–2: GOmod@d73a0086 controllers/state_manager.go labelGPUNodes — with
 			// migManager.config.default unset ("") GO writes no nvidia.com/mig.config, and the manager
 			// ignores a missing label: no state, MIG stays as it is (off)
 			name: "MIG node without mig.config label, no default",
@@ -124,7 +124,7 @@ func TestStackNode(t *testing.T) {
 			want: map[string]int64{"nvidia.com/gpu": 8},
 		},
 		{
-			// facts §4 step 1: with migManager.config.default all-disabled GO labels a MIG-capable node
+			// stack-facts §4 step 1: with migManager.config.default all-disabled GO labels a MIG-capable node
 			// all-disabled, which its fresh GPUs already are (step 3: success at once)
 			name: "MIG node without mig.config label, default all-disabled",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategyMixed, map[string]any{"migManager": map[string]any{"config": map[string]any{"default": "all-disabled"}}}), stackDPConfigMap()},
@@ -132,36 +132,36 @@ func TestStackNode(t *testing.T) {
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "success",
 		},
 		{
-			// facts §4 steps 1–2 + §2 (mixed): nvidia.com/mig.config picks the layout of GOmod's default
+			// stack-facts §4 steps 1–2 + §2 (mixed): nvidia.com/mig.config picks the layout of GOmod's default
 			// ConfigMap (default-mig-parted-config)
 			name: "mig.config all-1g.5gb",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
 			want: map[string]int64{"nvidia.com/mig-1g.5gb": 56}, wantState: "success",
 		},
 		{
-			// facts §4 step 8: a layout with a profile the GPU lacks (§5: H100 has no 1g.5gb): state
+			// stack-facts §4 step 8: a layout with a profile the GPU lacks (§5: H100 has no 1g.5gb): state
 			// failed; MIG staying off is the simulator's assumption (not in facts)
 			name: "mig.config the GPU cannot take",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "h100-80gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "failed",
 		},
 		{
-			// facts §4 step 3: a layout not in mig-configs fails at assert --valid-config: state failed,
+			// stack-facts §4 step 3: a layout not in mig-configs fails at assert --valid-config: state failed,
 			// the GPUs unchanged
 			name: "mig.config unknown layout",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-9g.99gb"}, sku: "a100-40gb", count: 8,
 			want: map[string]int64{"nvidia.com/gpu": 8}, wantState: "failed",
 		},
 		{
-			// facts §6: GO labels gpu.deploy.mig-manager only on MIG-capable nodes (§5: the L4 is not),
+			// stack-facts §6: GO labels gpu.deploy.mig-manager only on MIG-capable nodes (§5: the L4 is not),
 			// so the MIG manager does not run there: no state
 			name: "no MIG manager state on L4",
 			objs: std, labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "l4", count: 1,
 			want: map[string]int64{"nvidia.com/gpu": 1},
 		},
 		{
-			// facts §6 "Sample: config/samples/v1_clusterpolicy.yaml" (mig.strategy single) with GOmod's
-			// default layouts; facts §3 single-strategy product label
+			// stack-facts §6 "Sample: config/samples/v1_clusterpolicy.yaml" (mig.strategy single) with GOmod's
+			// default layouts; stack-facts §3 single-strategy product label
 			name:   "sample policy, all-1g.5gb",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("gpu-cluster-policy", map[string]any{"mig": map[string]any{"strategy": "single"}})},
 			labels: map[string]string{LabelMIGConfig: "all-1g.5gb"}, sku: "a100-40gb", count: 8,
@@ -169,7 +169,7 @@ func TestStackNode(t *testing.T) {
 			wantLabel: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb", "nvidia.com/mig.strategy": "single"},
 		},
 		{
-			// facts §2 single ("more than one MIG device type present on node") and §3 (-MIG-INVALID):
+			// stack-facts §2 single ("more than one MIG device type present on node") and §3 (-MIG-INVALID):
 			// nothing advertised, though the MIG manager itself succeeded
 			name:   "sample policy, all-balanced",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("gpu-cluster-policy", map[string]any{"mig": map[string]any{"strategy": "single"}})},
@@ -178,7 +178,7 @@ func TestStackNode(t *testing.T) {
 			wantLabel: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB-MIG-INVALID"},
 		},
 		{
-			// facts §1 "Precedence": DP@1b826acc api/config/v1/flags.go UpdateFromCLIFlags (env beats the
+			// stack-facts §1 "Precedence": DP@1b826acc api/config/v1/flags.go UpdateFromCLIFlags (env beats the
 			// file) + GO@a22dbf67 controllers/object_controls.go applyMIGConfiguration (MIG_STRATEGY from
 			// spec.mig.strategy): the ClusterPolicy's mixed wins over the selected config's flags.migStrategy single.
 			name: "ClusterPolicy strategy beats config flags.migStrategy",
@@ -187,8 +187,8 @@ func TestStackNode(t *testing.T) {
 			wantState: "success",
 		},
 		{
-			// facts §1 (GO@a22dbf67 applyMIGConfiguration sets MIG_STRATEGY only when spec.mig.strategy is
-			// set) + §2 none (whole GPUs, MIG ignored) + §3 (no mig.strategy label for none); that the
+			// stack-facts §1 (GO@a22dbf67 applyMIGConfiguration sets MIG_STRATEGY only when spec.mig.strategy is
+			// set) + stack-facts §2 none (whole GPUs, MIG ignored) + §3 (no mig.strategy label for none); that the
 			// plugin's own default is none is DP's flag default, which the doc does not spell out
 			name:   "policy without mig.strategy",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{})},
@@ -197,7 +197,7 @@ func TestStackNode(t *testing.T) {
 			absent: []string{"nvidia.com/mig.strategy"},
 		},
 		{
-			// facts §1 "Precedence" (DP@1b826acc flags.go UpdateFromCLIFlags; GO@a22dbf67 applyMIGConfiguration):
+			// stack-facts §1 "Precedence" (DP@1b826acc flags.go UpdateFromCLIFlags; GO@a22dbf67 applyMIGConfiguration):
 			// spec.mig.strategy unset, no MIG_STRATEGY: the selected config's flags.migStrategy decides
 			name:   "policy without mig.strategy, config says mixed",
 			objs:   []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "dp-config", "default": "flag-mixed"}}}), stackDPConfigMap()},
@@ -246,7 +246,7 @@ func TestStackFromObjects(t *testing.T) {
 		check   func(t *testing.T, s *Stack)
 	}{
 		{
-			// facts §6: GO controllers — no ClusterPolicy is not an error: the stack is simply absent
+			// stack-facts §6: GO controllers — no ClusterPolicy is not an error: the stack is simply absent
 			name: "no ClusterPolicy",
 			objs: []*unstructured.Unstructured{stackDPConfigMap()},
 			check: func(t *testing.T, s *Stack) {
@@ -259,7 +259,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name names the ConfigMap it reads
+			// stack-facts §6: GO api/nvidia/v1/clusterpolicy_types.go — devicePlugin.config.name names the ConfigMap it reads
 			name: "policy and its ConfigMap",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), stackDPConfigMap()},
 			check: func(t *testing.T, s *Stack) {
@@ -275,7 +275,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §1 "Per-node choice and blast radius": a missing default key is not refused;
+			// stack-facts §1 "Per-node choice and blast radius": a missing default key is not refused;
 			// it breaks every unlabelled node, with upstream's message (two spaces: the empty label)
 			name: "default key missing",
 			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"devicePlugin": map[string]any{"config": map[string]any{"name": "dp-config", "default": "absent"}}}), stackDPConfigMap()},
@@ -292,14 +292,14 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// the simulator's choice (facts §6 only names devicePlugin.config.name): a named
+			// the simulator's choice (stack-facts §6 only names devicePlugin.config.name): a named
 			// ConfigMap that does not exist refuses the candidate
 			name:    "device-plugin ConfigMap missing",
 			objs:    []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil)},
 			wantErr: []string{"spec.devicePlugin.config.name", `"dp-config"`},
 		},
 		{
-			// facts §1 "Per-node choice and blast radius": the config-manager never parses the
+			// stack-facts §1 "Per-node choice and blast radius": the config-manager never parses the
 			// ConfigMap; a malformed key breaks only the nodes selecting it, with the plugin's error
 			name: "invalid device-plugin config",
 			objs: []*unstructured.Unstructured{stackPolicy(MIGStrategySingle, nil), configMapObj("dp-config", map[string]string{
@@ -327,13 +327,13 @@ func TestStackFromObjects(t *testing.T) {
 			wantErr: []string{"more than one ClusterPolicy"},
 		},
 		{
-			// facts §6: GO api/nvidia/v1/clusterpolicy_types.go — a bad spec.mig.strategy is refused
+			// stack-facts §6: GO api/nvidia/v1/clusterpolicy_types.go — a bad spec.mig.strategy is refused
 			name:    "bad strategy",
 			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"mig": map[string]any{"strategy": "both"}})},
 			wantErr: []string{"spec.mig.strategy"},
 		},
 		{
-			// facts §6: migManager.config.name is a ConfigMap with key config.yaml; facts §4: GPUs 4–7
+			// stack-facts §6: migManager.config.name is a ConfigMap with key config.yaml; stack-facts §4: GPUs 4–7
 			// are MIG-disabled by the layout's second entry
 			name: "custom mig-parted ConfigMap",
 			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"mig": map[string]any{"strategy": "mixed"}, "migManager": map[string]any{"config": map[string]any{"name": "custom-mig"}}}), customMIG},
@@ -343,7 +343,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §4 step 2: GOmod mounts ConfigMap default-mig-parted-config: naming it uses the Operator's own
+			// stack-facts §4 step 2: GOmod mounts ConfigMap default-mig-parted-config: naming it uses the Operator's own
 			name: "default mig-parted ConfigMap by name",
 			objs: []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"migManager": map[string]any{"config": map[string]any{"name": DefaultMIGPartedConfigMap}}})},
 			check: func(t *testing.T, s *Stack) {
@@ -353,14 +353,14 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §6 names migManager.config.name; refusing a candidate whose named ConfigMap is absent is
+			// stack-facts §6 names migManager.config.name; refusing a candidate whose named ConfigMap is absent is
 			// the simulator's choice (the doc does not say what the MIG manager does without it)
 			name:    "custom mig-parted ConfigMap missing",
 			objs:    []*unstructured.Unstructured{clusterPolicyObj("cp", map[string]any{"migManager": map[string]any{"config": map[string]any{"name": "custom-mig"}}})},
 			wantErr: []string{"spec.migManager.config.name", `"custom-mig"`},
 		},
 		{
-			// facts §4 "mig-parted config", blast radius: a file that does not parse does not stop the
+			// stack-facts §4 "mig-parted config", blast radius: a file that does not parse does not stop the
 			// candidate; every MIG-capable node the manager runs on ends failed, whatever it selects
 			// (all-disabled too), a node without the manager (L4) is untouched; Warnings says so
 			name: "unparsable mig-parted ConfigMap",
@@ -381,7 +381,7 @@ func TestStackFromObjects(t *testing.T) {
 			},
 		},
 		{
-			// facts §4 "mig-parted config", blast radius: a file that parses, with an unknown name on one
+			// stack-facts §4 "mig-parted config", blast radius: a file that parses, with an unknown name on one
 			// node and a layout one GPU model cannot take on another, fails only those nodes
 			name: "unknown or unfit layout fails only the nodes selecting it",
 			objs: []*unstructured.Unstructured{migPolicy("")},
@@ -403,7 +403,7 @@ func TestStackFromObjects(t *testing.T) {
 		},
 		{
 			// The doc does not say what a mig-parted ConfigMap without key config.yaml does; taken as a
-			// file that does not parse (facts §4 blast radius): the candidate is accepted, runs fail
+			// file that does not parse (stack-facts §4 blast radius): the candidate is accepted, runs fail
 			name: "mig-parted ConfigMap without config.yaml",
 			objs: []*unstructured.Unstructured{migPolicy("custom-mig"), configMapObj("custom-mig", map[string]string{"config.yml": "version: v1\n"})},
 			check: func(t *testing.T, s *Stack) {

@@ -176,7 +176,7 @@ type ToolkitSettings struct {
 // DeviceListStrategy is what the device plugin runs with on every node:
 // the GPU Operator always sets DEVICE_LIST_STRATEGY on the plugin (envvar,
 // or envvar,cdi-annotations with CDI on), and the environment beats the
-// config file's flags.plugin.deviceListStrategy (facts §1 precedence;
+// config file's flags.plugin.deviceListStrategy (stack-facts §1 precedence;
 // access §4.3), so only spec.devicePlugin.env can change it (access §4.1:
 // the user's env is applied last).
 func (p ClusterPolicySettings) DeviceListStrategy() []string {

@@ -37,49 +37,49 @@ func TestSees(t *testing.T) {
 		want       []string
 		wantVia    string
 	}{
-		// §2.1, §2.2: a CUDA image with no request sees every GPU.
+		// access §2.1, §2.2: a CUDA image with no request sees every GPU.
 		{name: "cuda image, no request, nvidia handler", tk: permissive, handler: "nvidia", image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", want: gpu, wantVia: "NVIDIA_VISIBLE_DEVICES=all"},
-		// §5.1: nvidia is containerd's default, so no RuntimeClass is the same.
+		// access §5.1: nvidia is containerd's default, so no RuntimeClass is the same.
 		{name: "cuda image, no request, no handler", tk: permissive, image: "nvidia/cuda:12.4.1-base", want: gpu},
-		// §1.6: indices, UUIDs.
+		// access §1.6: indices, UUIDs.
 		{name: "env index", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "1"}}, want: gpu[1:2]},
 		{name: "env UUID", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, gpu[2]}}, want: gpu[2:3]},
 		{name: "env MIG UUID", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, mig[0]}}, want: mig[:1]},
 		{name: "none sees no GPU", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "none"}}},
 		{name: "void anywhere wins", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "0,void"}}},
-		// §1.8: CDI names reach only specs that exist (CDI on).
+		// access §1.8: CDI names reach only specs that exist (CDI on).
 		{name: "management CDI name, CDI off", tk: permissive, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "management.nvidia.com/gpu=all"}}},
 		{name: "management CDI name, CDI on", tk: permissive, cdiOn: true, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "management.nvidia.com/gpu=all"}}, want: gpu},
-		// §1.1(c), §3.3: the flag false closes the env path for unprivileged containers...
+		// access §1.1(c), §3.3: the flag false closes the env path for unprivileged containers...
 		{name: "flag false, env all", tk: closed, dpEnv: volume, handler: "nvidia", spec: []EnvVar{{EnvVisibleDevices, "all"}}},
 		{name: "flag false, cuda image", tk: closed, dpEnv: volume, image: "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"},
-		// ... not for privileged or SYS_ADMIN ones (§1.5).
+		// ... not for privileged or SYS_ADMIN ones (access §1.5).
 		{name: "flag false, privileged", tk: closed, handler: "nvidia", privileged: true, spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: gpu},
-		// §1.5: containerd gives a privileged container every host device even under runc.
+		// access §1.5: containerd gives a privileged container every host device even under runc.
 		{name: "privileged under runc", tk: closed, handler: "runc", privileged: true, want: gpu},
-		// §1.2 under a handler that is not NVIDIA's: the variable is ignored.
+		// access §1.2 under a handler that is not NVIDIA's: the variable is ignored.
 		{name: "runc handler ignores env", tk: permissive, handler: "runc", spec: []EnvVar{{EnvVisibleDevices, "all"}}},
-		// §1.9: under envvar the pod spec's value beats the plugin's.
+		// access §1.9: under envvar the pod spec's value beats the plugin's.
 		{name: "allocated 1, envvar, sets all", tk: permissive, dpEnv: envvar, handler: "nvidia", allocated: gpu[:1], spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: gpu},
 		// ... and the plugin's beats the image's.
 		{name: "allocated 1, envvar, cuda image", tk: permissive, dpEnv: envvar, handler: "nvidia", allocated: gpu[1:2], image: "nvidia/cuda:12.4.1-base", want: gpu[1:2]},
-		// §3.3: volume-mounts are read before the env, so naming all does not widen.
+		// access §3.3: volume-mounts are read before the env, so naming all does not widen.
 		{name: "allocated 1, volume-mounts, sets all", tk: closed, dpEnv: volume, handler: "nvidia", allocated: gpu[:1], spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: gpu[:1]},
-		// A time-slicing replica is its GPU (§3.2).
+		// A time-slicing replica is its GPU (access §3.2).
 		{name: "replica, volume-mounts", tk: closed, dpEnv: volume, handler: "nvidia", allocated: []string{gpu[3] + "::2"}, want: gpu[3:4]},
 		{name: "MIG device, volume-mounts", tk: closed, dpEnv: volume, handler: "nvidia", allocated: mig[1:2], spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: mig[1:2]},
-		// §3.3: the flag false with envvar leaves a GPU pod with no GPU.
+		// access §3.3: the flag false with envvar leaves a GPU pod with no GPU.
 		{name: "flag false, envvar strategy, allocated", tk: flagOnly, dpEnv: envvar, handler: "nvidia", allocated: gpu[:1], wantVia: "ignored: the toolkit refuses"},
 		// volume-mounts without as-volume-mounts: the plugin's env is a path, no GPU.
 		{name: "volume-mounts without as-volume-mounts", tk: ToolkitSettings{}, dpEnv: volume, handler: "nvidia", allocated: gpu[:1]},
-		// §1.11: a hostPath /dev/null mount forges a request once mounts are accepted.
+		// access §1.11: a hostPath /dev/null mount forges a request once mounts are accepted.
 		{name: "forged /dev/null mount", tk: closed, dpEnv: volume, handler: "nvidia", mounts: []Mount{{"/dev/null", VolumeMountDir + "/" + gpu[2]}}, want: gpu[2:3]},
-		// §3.2: a CDI strategy injects the device and ends the env with void.
+		// access §3.2: a CDI strategy injects the device and ends the env with void.
 		{name: "allocated 1, CDI, sets all", tk: permissive, dpEnv: cdi, cdiOn: true, handler: "nvidia", allocated: gpu[:1], spec: []EnvVar{{EnvVisibleDevices, "all"}}, want: []string{CDIKindDevicePlugin + "=" + gpu[0]}},
-		// §1.1(a): CDI annotations are the NVIDIA runtime's, with CDI on; under runc only CdiDevices count.
+		// access §1.1(a): CDI annotations are the NVIDIA runtime's, with CDI on; under runc only CdiDevices count.
 		{name: "cdi-annotations under runc", tk: closed, dpEnv: map[string]string{"DEVICE_LIST_STRATEGY": "cdi-annotations"}, cdiOn: true, handler: "runc", allocated: gpu[:1]},
 		{name: "cdi-cri under runc", tk: closed, dpEnv: map[string]string{"DEVICE_LIST_STRATEGY": "cdi-cri"}, cdiOn: true, handler: "runc", allocated: gpu[:1], want: []string{CDIKindDevicePlugin + "=" + gpu[0]}},
-		// §1.6: a legacy CUDA image (CUDA_VERSION, no NVIDIA_REQUIRE_CUDA) means all.
+		// access §1.6: a legacy CUDA image (CUDA_VERSION, no NVIDIA_REQUIRE_CUDA) means all.
 		{name: "legacy image env", tk: permissive, handler: "nvidia", spec: []EnvVar{{"CUDA_VERSION", "9.0"}}, want: gpu},
 	}
 	for _, tc := range tests {
@@ -174,7 +174,8 @@ func TestToolkitBelowFloor(t *testing.T) {
 }
 
 // A device-list strategy in the plugin's config file never applies under
-// the GPU Operator: its env wins (facts §1 precedence). Warned, not refused.
+// the GPU Operator: its env wins (stack-facts §1 precedence). Warned, not
+// refused.
 func TestStrategyInConfigFileIsWarned(t *testing.T) {
 	s := &Stack{
 		Policy:       &ClusterPolicySettings{DevicePluginEnabled: true, DevicePluginConfig: "cm", DevicePluginDefault: "d"},

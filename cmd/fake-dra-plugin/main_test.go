@@ -111,7 +111,7 @@ func TestServeAnswersTheKubelet(t *testing.T) {
 		t.Fatalf("NodePrepareResources answered %v, want one device", resp.Claims)
 	}
 	if want := fakegpu.CDIDeviceID(string(claim.UID), "gpu-1"); got.Devices[0].DeviceName != "gpu-1" || got.Devices[0].CdiDeviceIds[0] != want {
-		t.Errorf("prepared %v, want gpu-1 with CDI id %s (dra §4)", got.Devices[0], want)
+		t.Errorf("prepared %v, want gpu-1 with CDI id %s (dra-facts §4)", got.Devices[0], want)
 	}
 	p, err := cs.CoreV1().Pods("team-a").Get(ctx, "p", metav1.GetOptions{})
 	if err != nil || p.Annotations[fakegpu.AnnotationCDIDevices] != fakegpu.CDIDeviceID(string(claim.UID), "gpu-1") {

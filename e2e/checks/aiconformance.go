@@ -46,8 +46,9 @@ var AIRequirements = []AIRequirement{
 			"access.no-gpu-without-allocation", "access.allocation-bounds-sight", "access.gpu-pods-see-their-gpu", "access.toolkit-meets-cve-floor",
 		},
 		// kubernetes-sigs/ai-conformance kars/0049-secure-accelerator-access
-		// (gpu-access-facts §7.2). Its automated test lists /dev/nvidia* in
-		// an ubuntu image on DRA only (§7.3); these run every way in of §8.
+		// (access §7.2). Its automated test lists /dev/nvidia* in an
+		// ubuntu image on DRA only (access §7.3); these run every way in
+		// of access §8.
 		Procedures: []AIProcedure{
 			{
 				Procedure: "A pod on a node with accelerators that requests none finds no device",

@@ -488,8 +488,9 @@ type Outcome struct {
 	// (fakegpu/nvidiaruntime) decided from the spec the real kubelet and
 	// containerd built, on the KWOK node what the simulated kubelet
 	// recorded (fakegpu.AnnotationGPUSight). Not observed on DRA pools:
-	// the kind node's containerd (1.6) applies no CDI spec, so a claim's
-	// devices never reach the spec there (harness-facts, kind).
+	// the kind node's containerd (1.6.20, access §1.9) applies no CDI
+	// spec (CDI needs containerd 1.7+, stack-facts §6), so a claim's
+	// devices never reach the spec there.
 	Sight []ContainerSight
 	// Containers says what each container is doing. It is reported, never
 	// compared.

@@ -401,7 +401,7 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 // nvidia.com/ or DeviceClass resource the kubelet admitted it with, or a
 // ResourceClaim the scheduler allocated and reserved for it. A pod bound
 // by nodeName skips the scheduler, so its claims are never allocated, and
-// the kubelet refuses a claim not reserved for the pod (dra §4 "Kubelet
+// the kubelet refuses a claim not reserved for the pod (dra-facts §4 "Kubelet
 // and the DRA plugin", FailedPrepareDynamicResources): it holds nothing.
 // A claim that cannot be read counts as held, erring toward a violation a
 // person reads.

@@ -38,7 +38,7 @@ type Space struct {
 	// NodeLabels are the labels of one node of each pool, by pool name.
 	NodeLabels map[string]map[string]string
 	// CUDAImage is a CUDA image: its ENV says NVIDIA_VISIBLE_DEVICES=all
-	// (gpu-access-facts §2.1). EnvSource names a ConfigMap and a Secret
+	// (access §2.1). EnvSource names a ConfigMap and a Secret
 	// in every namespace of Namespaces holding NVIDIA_VISIBLE_DEVICES=all.
 	CUDAImage, EnvSource string
 	// Claims are the ways a pod can ask for a GPU through DRA here: one
@@ -593,7 +593,7 @@ func (s *Space) ask(d *drawer, pod *corev1.Pod, gpu *corev1.Container, count int
 	}
 }
 
-// sight draws what the NVIDIA runtime reads (gpu-access-facts §8): the
+// sight draws what the NVIDIA runtime reads (access §8): the
 // pod asks for no GPU at all; its first container names GPUs through its
 // image's ENV, env or envFrom (a ConfigMap or a Secret), with all, an
 // index or a CDI name; it is privileged or adds SYS_ADMIN (Pod Security

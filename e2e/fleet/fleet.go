@@ -59,7 +59,7 @@ type Spec struct {
 	// Images declares the ENV of images the cluster's tenants run, as
 	// their registry would tell: an image built FROM a CUDA image under a
 	// team's own name sets NVIDIA_VISIBLE_DEVICES=all, and neither
-	// admission nor the image's name shows it (gpu-access-facts §2). The
+	// admission nor the image's name shows it (access §2). The
 	// simulated runtime reads it on every GPU node, and the access checks
 	// try each image that sets NVIDIA_VISIBLE_DEVICES. CUDA images
 	// (nvidia/cuda, nvcr.io/nvidia/cuda) need no entry.

@@ -27,7 +27,7 @@ const ServiceAccount = "gpupool-workload"
 const Image = "registry.k8s.io/pause:3.10@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
 
 // CUDAImage is a CUDA base image: its ENV says NVIDIA_VISIBLE_DEVICES=all
-// (gpu-access-facts §2.1), which no admission policy can read. Pinned, so
+// (access §2.1), which no admission policy can read. Pinned, so
 // GPU pods may run it too; KWOK nodes never pull it.
 const CUDAImage = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04@sha256:0f6bfcbf267e65123bcc2287e2153dedfc0f24772fb5ce84afe16ac4b2fada95"
 

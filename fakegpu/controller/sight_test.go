@@ -48,7 +48,7 @@ func TestContainerEnv(t *testing.T) {
 	}
 }
 
-// TestPrivileged: what the toolkit counts as privileged (gpu-access-facts §1.5).
+// TestPrivileged: what the toolkit counts as privileged (access §1.5).
 func TestPrivileged(t *testing.T) {
 	for _, tc := range []struct {
 		sc   *corev1.SecurityContext

@@ -2,11 +2,11 @@
 // fakegpu model, for nodes with a real kubelet: what it publishes is what
 // the simulated driver publishes for a KWOK node with the same labels and
 // annotations (fakegpu.Stack.Desired), and it answers the kubelet's
-// NodePrepareResources and NodeUnprepareResources as the driver does (dra
-// §4 "Kubelet and the DRA plugin"): one entry per allocated device of the
-// driver, CDI ids k8s.gpu.nvidia.com/claim=<claimUID>-<device>, a claim
-// whose device the node no longer publishes refused. The gRPC side,
-// registration and ResourceSlice publishing are upstream's
+// NodePrepareResources and NodeUnprepareResources as the driver does
+// (dra-facts §4 "Kubelet and the DRA plugin"): one entry per allocated
+// device of the driver, CDI ids k8s.gpu.nvidia.com/claim=<claimUID>-<device>,
+// a claim whose device the node no longer publishes refused. The gRPC
+// side, registration and ResourceSlice publishing are upstream's
 // k8s.io/dynamic-resource-allocation/kubeletplugin; this package is the
 // DRAPlugin it wraps.
 package draplugin

@@ -73,7 +73,7 @@ func TestSlicesFollowTheModel(t *testing.T) {
 	assert.Contains(t, down, "no fakegpu GPU inventory")
 }
 
-// dra §4: one entry per allocated device, CDI ids
+// dra-facts §4: one entry per allocated device, CDI ids
 // k8s.gpu.nvidia.com/claim=<claimUID>-<device>; a CDI spec per claim, and
 // the ids recorded on the pod the claim is reserved for.
 func TestPrepareAnswersAsTheDriver(t *testing.T) {

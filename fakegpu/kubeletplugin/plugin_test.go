@@ -498,7 +498,7 @@ func TestAllocateSharedOverOne(t *testing.T) {
 				return
 			}
 			// The plugin's part only: the real kubelet composes the rest
-			// (nvidia-stack-facts.md, failRequestsGreaterThanOne).
+			// (stack-facts §2, failRequestsGreaterThanOne).
 			want := fmt.Sprintf(`invalid allocation request for %q: invalid request: maximum request size for shared resources is 1; found 2`, tc.resource)
 			if err == nil {
 				t.Fatalf("Allocate of 2 replicas succeeded (%v), want %q", resp, want)

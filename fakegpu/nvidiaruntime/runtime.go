@@ -59,11 +59,11 @@ type NodeConfig struct {
 	GPUs    fakegpu.NodeGPUs        `json:"gpus"`
 }
 
-// Access is what the runtime reads from a container's spec (access §1.1,
-// §1.5, §1.11): the final environment, bind mounts of a file, CDI
-// annotations, the CDI devices containerd already injected (the fake DRA
-// plugin's variables), and privilege (CAP_SYS_ADMIN in the bounding set,
-// the toolkit's IsPrivileged).
+// Access is what the runtime reads from a container's spec
+// (access §1.1, §1.5, §1.11): the final environment, bind mounts of a
+// file, CDI annotations, the CDI devices containerd already injected (the
+// fake DRA plugin's variables), and privilege (CAP_SYS_ADMIN in the
+// bounding set, the toolkit's IsPrivileged).
 func Access(spec *specs.Spec) fakegpu.ContainerAccess {
 	var c fakegpu.ContainerAccess
 	if spec.Process != nil {

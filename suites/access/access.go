@@ -62,7 +62,7 @@ func image(p workload.Pod, img string) workload.Pod {
 	return p
 }
 
-// tenantPods are the ways in of gpu-access-facts §8.1: the variable from
+// tenantPods are the ways in of access §8.1: the variable from
 // the image, env, envFrom and valueFrom, each value form, with and without
 // the RuntimeClass; and each image the fleet declares whose ENV sets the
 // variable (an image a team built FROM CUDA under its own name), tried

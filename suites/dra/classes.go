@@ -18,7 +18,7 @@ import (
 )
 
 // unallocatable is the scheduler's word for a claim no device of the
-// node can satisfy (dra-facts §3, §6).
+// node can satisfy (dra-facts §4 "Pending messages").
 const unallocatable = "cannot allocate all claims"
 
 func TestClassesSelectTheirPools(t *testing.T) {

@@ -112,7 +112,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			}
 			r := suite.From(ctx)
 			// Removing the Xid is the plugin's restart: only that brings a
-			// device back (facts §2, ListAndWatch FIXME).
+			// device back (stack-facts §2, ListAndWatch FIXME).
 			if err := setXid(ctx, r, node, ""); err != nil {
 				t.Error(err)
 				return ctx

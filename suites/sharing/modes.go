@@ -92,7 +92,7 @@ func TestFailRequestsGreaterThanOne(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The kubelet calls Allocate per container, init containers
-			// included (facts §2): a tenant who asks for 2 in an init
+			// included (stack-facts §2): a tenant who asks for 2 in an init
 			// container is refused as one who asks in the main container.
 			shapes := []workload.Pod{
 				workload.New(c.ID, ns, p.Name+"-two-replicas").ForPool(p, domain).GPU(res, 2),
