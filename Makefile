@@ -12,6 +12,14 @@ FLEET ?=
 GPUPOOL_FLAGS ?=
 
 BIN := bin/gpupool
+
+# Every Go build here uses the flags of the control plane's build
+# (hack/build-control-plane.sh: static, -trimpath), so the k8s.io packages
+# gpupool shares with kube-apiserver and the others are compiled once and
+# come from Go's build cache after that (hack/versions_test.go keeps the
+# module versions aligned).
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
 .PHONY: all build control-plane gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help \
@@ -118,7 +126,7 @@ vet:
 
 ## Pure packages: no cluster, no binaries.
 test-unit: vet
-	$(GO) test -count=1 ./fakegpu/... ./e2e/... ./reports/... ./cmd/...
+	$(GO) test -count=1 ./fakegpu/... ./e2e/... ./reports/... ./cmd/... ./docs/... ./hack/...
 
 ## Each suite package on its own embedded cluster, as `go test` users run them.
 test-suites: build

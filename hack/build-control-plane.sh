@@ -58,15 +58,26 @@ build_etcd() {
 go_install() {
   local dest="$1"; shift
   new_scratch; local tmp="$REPLY"
-  CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-trimpath go install -ldflags "-s -w" "$@"
+  with_progress "${1%@*}" env CGO_ENABLED=0 GOBIN="$tmp" GOFLAGS=-trimpath go install -v -ldflags "-s -w" "$@"
   mkdir -p "$dest"
   mv "$tmp"/* "$dest/"
 }
 
+# kwok is built in the tools module (hack/tools/tools.go says why), so the
+# version is the one its go.mod pins.
 build_kwok() {
   if have_all "$KWOK_BIN_DIR" kwok kwokctl; then log "kwok $KWOK_VERSION: cached"; return; fi
+  local pinned
+  pinned="$(cd "$ROOT/hack/tools" && go list -m -f '{{.Version}}' sigs.k8s.io/kwok)"
+  if [[ "$pinned" != "$KWOK_VERSION" ]]; then
+    echo "KWOK_VERSION is $KWOK_VERSION but hack/tools/go.mod pins sigs.k8s.io/kwok $pinned: change it there (go get sigs.k8s.io/kwok@$KWOK_VERSION)" >&2
+    exit 2
+  fi
   log "kwok $KWOK_VERSION: building kwok and kwokctl"
-  go_install "$KWOK_BIN_DIR" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwokctl@$KWOK_VERSION"
+  new_scratch; local tmp="$REPLY"
+  (cd "$ROOT/hack/tools" && CGO_ENABLED=0 with_progress "kwok $KWOK_VERSION" go build -v -trimpath -ldflags "-s -w" -o "$tmp/" sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/kwok/cmd/kwokctl)
+  mkdir -p "$KWOK_BIN_DIR"
+  mv "$tmp"/* "$KWOK_BIN_DIR/"
 }
 
 build_kind() {
