@@ -1,0 +1,70 @@
+package hack
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/gpupool/gpupool/"
+
+// layers says which of the module's top-level directories each may import
+// (itself always): suites and cmd on top, e2e below them, fakegpu and
+// reports at the ground, so the simulator holds no harness code and the
+// harness reaches the NVIDIA facts only through fakegpu. Test files count:
+// a test that imports upward ties the layers as much as code does.
+var layers = map[string][]string{
+	"cmd":       {"suites", "e2e", "fakegpu", "reports", "manifests"},
+	"suites":    {"e2e", "fakegpu", "reports", "manifests"},
+	"e2e":       {"fakegpu", "reports", "manifests"},
+	"fakegpu":   nil,
+	"reports":   nil,
+	"manifests": nil,
+	"docs":      nil,
+	"hack":      nil,
+}
+
+func TestNothingImportsUpward(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list over the module")
+	}
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath                         string
+			Imports, TestImports, XTestImports []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		from := top(p.ImportPath)
+		allowed, known := layers[from]
+		if !known {
+			t.Errorf("%s: top-level directory %q has no layer in hack/layering_test.go", p.ImportPath, from)
+			continue
+		}
+		for _, imp := range append(append(p.Imports, p.TestImports...), p.XTestImports...) {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			to := top(imp)
+			if to != from && !slices.Contains(allowed, to) {
+				t.Errorf("%s imports %s: %s may import only %v", p.ImportPath, imp, from, allowed)
+			}
+		}
+	}
+}
+
+func top(importPath string) string {
+	rest := strings.TrimPrefix(importPath, module)
+	first, _, _ := strings.Cut(rest, "/")
+	return first
+}
