@@ -30,6 +30,38 @@ var All = []*suite.Suite{
 	pending.Suite, pool.Suite, runtimeclass.Suite, security.Suite, sharing.Suite,
 }
 
+// phases is the schedule of a run: each phase's suites run side by side
+// on one cluster, as no check of one can change a verdict of another; the
+// phases run in this order. What each suite's checks place, fill and
+// change decides (an audit of every check, 2026-12-04):
+var phases = [][]*suite.Suite{
+	// No node written, a unit or two per pool: admission and security
+	// mostly dry-run; pool, runtimeclass and access place one or two
+	// well-formed pods per pool and nodeName pods that ask for no GPU.
+	{admission.Suite, security.Suite, pool.Suite, runtimeclass.Suite, access.Suite},
+	// Disjoint pools: health changes the H100 exclusive pool's plugin
+	// and one node's health, mig relabels one A100 node.
+	{health.Suite, mig.Suite},
+	// Each fills whole pools or nodes, not the other's: sharing the first
+	// H100 exclusive node and the time-sliced L4s, dra the DRA L4s and the
+	// last two H100 exclusive nodes (one migrated, one keeps a pod).
+	{sharing.Suite, dra.Suite},
+	// A snapshot of every node, pod and claim explains its Pending pods.
+	{pending.Suite},
+	// Pods on every GPU node, aimed anywhere a tenant can aim them.
+	{explore.Suite},
+	// kind only: enlists the real node into pools.
+	{kubelet.Suite},
+}
+
+func init() {
+	for i, phase := range phases {
+		for _, s := range phase {
+			s.Phase = i + 1
+		}
+	}
+}
+
 // Select returns the suites a comma-separated list names: suite names
 // ("pool,kubelet"), or the package patterns earlier versions took
 // ("./suites/...", "./suites/kubelet"). Empty selects all.

@@ -61,3 +61,19 @@ func names(ss []*suite.Suite) []string {
 	}
 	return out
 }
+
+// Every suite is in exactly one phase of the schedule.
+func TestEverySuiteHasOnePhase(t *testing.T) {
+	seen := map[string]int{}
+	for i, phase := range phases {
+		for _, s := range phase {
+			_, dup := seen[s.Name]
+			assert.False(t, dup, "suite %s is in phases %d and %d", s.Name, seen[s.Name], i+1)
+			seen[s.Name] = i + 1
+		}
+	}
+	for _, s := range All {
+		assert.Equal(t, seen[s.Name], s.Phase, "suite %s", s.Name)
+		assert.NotZero(t, s.Phase, "suite %s is in no phase", s.Name)
+	}
+}

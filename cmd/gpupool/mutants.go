@@ -53,6 +53,8 @@ func mutantsCommand() *cobra.Command {
 	parallel := fs.Int("parallel", 2, "how many broken candidates run at once, each on its own cluster")
 	var ex exploreFlags
 	ex.register(fs)
+	var suiteParallelism int
+	registerSuiteParallelism(fs, &suiteParallelism)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if _, err := ex.settle(); err != nil {
@@ -124,7 +126,7 @@ func mutantsCommand() *cobra.Command {
 				if !slices.ContainsFunc(plan.Candidate.Meta.Spec.Breaks, isExploration) {
 					mex.Budget = unlisted
 				}
-				v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), mex, *parallel > 1)
+				v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), mex, suiteParallelism, *parallel > 1)
 				if err != nil {
 					errMu.Lock()
 					if firstErr == nil {
@@ -271,7 +273,7 @@ type verdict struct {
 }
 
 // runMutant runs the suites on one broken candidate and judges the result.
-func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, quiet bool) (verdict, error) {
+func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, suiteParallelism int, quiet bool) (verdict, error) {
 	v := verdict{name: plan.Candidate.Name}
 	want := map[string]bool{}
 	for _, c := range plan.Candidate.Meta.Spec.Breaks {
@@ -285,7 +287,7 @@ func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*
 		return v, nil
 	}
 	s, err := runner.Execute(ctx, runner.Spec{ID: harness.NewRunName(), Plan: plan, Suites: suites, Out: out, Provider: provider,
-		Explore: runner.Exploration(ex), Quiet: quiet, Output: output})
+		Explore: runner.Exploration(ex), SuiteParallelism: suiteParallelism, Quiet: quiet, Output: output})
 	if err != nil {
 		return v, err
 	}

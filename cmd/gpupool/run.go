@@ -26,6 +26,7 @@ import (
 type runFlags struct {
 	candidate, fleet, out, suites, provider string
 	keep, serverSide                        bool
+	suiteParallelism                        int
 	explore                                 exploreFlags
 	target                                  targetFlags
 }
@@ -43,6 +44,12 @@ func (t *targetFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.simulate, "simulate-pools", false, "with --kubeconfig: join the fleet to the cluster as simulated nodes (a kwok and a fakegpu controller run here for them alone, or in the cluster with --kwok-image and --fakegpu-image) instead of checking the nodes it has")
 	t.registerStackImages(fs)
 	fs.StringVar(&t.disruptiveNodes, "disruptive-nodes", "", "with --kubeconfig: the nodes disruptive checks (device plugin down, Xid, MIG relabel) may change, comma-separated; without it they are skipped")
+}
+
+// registerSuiteParallelism adds the flag that caps the suites running side
+// by side (runner.Spec.SuiteParallelism).
+func registerSuiteParallelism(fs *pflag.FlagSet, p *int) {
+	fs.IntVar(p, "suite-parallelism", 0, "at most this many suites side by side, within the phases that allow it (default 0: all a phase holds; 1: one suite at a time, the same verdicts)")
 }
 
 // exploreFlags set how the exploration suite draws its pods.
@@ -86,6 +93,7 @@ func runCommand() *cobra.Command {
 	fs.StringVar(&f.out, "out", "", "report directory (default <run-id> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
 	fs.StringVar(&f.suites, "suites", "", "suites to run, comma-separated (default all: "+suiteNames()+")")
 	fs.BoolVar(&f.keep, "keep-cluster", false, "leave the cluster running after the run (remove it with 'gpupool down')")
+	registerSuiteParallelism(fs, &f.suiteParallelism)
 	f.explore.register(fs)
 	f.target.register(fs)
 	c.RunE = func(cmd *cobra.Command, args []string) error {
@@ -160,7 +168,7 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan,
 	}
 	s, err := runner.Execute(ctx, runner.Spec{ID: runID, Plan: pl, Suites: suites, Out: out, Keep: f.keep, Provider: f.provider, Explore: runner.Exploration(f.explore),
 		Existing: existing, InstallCandidate: f.candidate != "", SimulatePools: f.target.simulate, StackImages: stack, DisruptiveNodes: f.target.disruptiveNodes,
-		Output: output})
+		SuiteParallelism: f.suiteParallelism, Output: output})
 	return s, pl, out, err
 }
 

@@ -8,12 +8,18 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -28,7 +34,7 @@ import (
 	"github.com/gpupool/gpupool/reports"
 )
 
-// Spec is one run: a validated plan, built suites, where reports go.
+// Spec is one run: a validated plan, the suites to run, where reports go.
 type Spec struct {
 	// ID names the run, and the cluster it brings up.
 	ID     string
@@ -43,6 +49,9 @@ type Spec struct {
 	// Quiet: no line per finished check (runs side by side would
 	// interleave them).
 	Quiet bool
+	// SuiteParallelism caps the suites of one phase running at once
+	// (suite.Suite.Phase); 0: all of them, 1: one after another.
+	SuiteParallelism int
 	// Existing is a cluster gpupool did not make (--kubeconfig): the run
 	// installs the candidate there only with InstallCandidate, and
 	// removes every object it made. DisruptiveNodes are the nodes its
@@ -240,18 +249,46 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	// stopped too: what a check reports without an apiserver is no
 	// verdict on the contract.
 	sctx, lost := watchControlPlane(ctx, r)
-	for i, s := range spec.Suites {
-		what := fmt.Sprintf("suite %s (%d of %d)", s.Name, i+1, len(spec.Suites))
-		if s.Name == "explore" && spec.Explore.Budget != "0" {
+	// One lock for what the suites running side by side share: the
+	// events file, the progress lines and the run's errors.
+	var mu sync.Mutex
+	evw := &lockedWriter{mu: &mu, w: ef}
+	if progress != nil {
+		log := progress
+		progress = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			log(format, args...)
+		}
+	}
+	phases := schedule(spec.Suites, spec.SuiteParallelism)
+	for i, phase := range phases {
+		if sctx.Err() != nil {
+			break // the stop or the loss, which the unjudged checks say
+		}
+		var names []string
+		for _, s := range phase {
+			names = append(names, s.Name)
+		}
+		what := fmt.Sprintf("suite %s (%d of %d)", names[0], i+1, len(phases))
+		if len(phase) > 1 {
+			what = fmt.Sprintf("suites %s side by side (%d of %d)", strings.Join(names, ", "), i+1, len(phases))
+		}
+		if slices.Contains(names, "explore") && spec.Explore.Budget != "0" {
 			what += ": exploring each rule within its budget"
 		}
 		spec.phase("%s", what)
-		if err := runSuite(sctx, s, r, loaded, skip, extra, progress, ef); err != nil {
-			if sctx.Err() != nil {
-				break // the stop or the loss, which the unjudged checks say
-			}
-			summary.Errors = append(summary.Errors, err.Error())
+		var wg sync.WaitGroup
+		for _, s := range phase {
+			wg.Go(func() {
+				if err := runSuite(sctx, s, r, loaded, skip, extra, progress, evw); err != nil && sctx.Err() == nil {
+					mu.Lock()
+					summary.Errors = append(summary.Errors, err.Error())
+					mu.Unlock()
+				}
+			})
 		}
+		wg.Wait()
 	}
 	lostAt, why := lost()
 	ef.Close()
@@ -272,6 +309,47 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 		return summary, finishLost(summary, res, spec.Out, started, lostAt, why)
 	}
 	return summary, finish(summary, res, spec.Out, started)
+}
+
+// schedule groups the suites into the phases a run takes in order: the
+// suites of one suite.Suite.Phase side by side, at most parallelism at
+// once (0: all; 1: each alone, in the same order). A suite in no phase
+// runs alone after the others.
+func schedule(suites []*suite.Suite, parallelism int) [][]*suite.Suite {
+	sorted := slices.Clone(suites)
+	slices.SortStableFunc(sorted, func(a, b *suite.Suite) int {
+		pa, pb := a.Phase, b.Phase
+		if pa == 0 {
+			pa = math.MaxInt
+		}
+		if pb == 0 {
+			pb = math.MaxInt
+		}
+		return cmp.Compare(pa, pb)
+	})
+	var out [][]*suite.Suite
+	for i, s := range sorted {
+		last := len(out) - 1
+		if i > 0 && s.Phase != 0 && s.Phase == sorted[i-1].Phase && (parallelism <= 0 || len(out[last]) < parallelism) {
+			out[last] = append(out[last], s)
+			continue
+		}
+		out = append(out, []*suite.Suite{s})
+	}
+	return out
+}
+
+// lockedWriter serializes whole writes (one event line each) of suites
+// running side by side.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // Watching the control plane: probed every controlPlaneProbe, lost after

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+
+	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 )
 
@@ -40,4 +43,26 @@ func TestOnProviderLeavesOutOtherProvidersChecks(t *testing.T) {
 	if got := onProvider(cs, "kind"); len(got) != 3 {
 		t.Errorf("on kind: %v, want all three", got)
 	}
+}
+
+// The suites of a phase run side by side, at most parallelism at once;
+// phases in order; a suite in no phase alone, last; parallelism 1 keeps
+// the order of a run that takes the suites one at a time.
+func TestSchedule(t *testing.T) {
+	s := func(name string, phase int) *suite.Suite { return &suite.Suite{Name: name, Phase: phase} }
+	in := []*suite.Suite{s("stray", 0), s("c", 2), s("a", 1), s("d", 2), s("b", 1), s("e", 2)}
+	names := func(phases [][]*suite.Suite) [][]string {
+		var out [][]string
+		for _, p := range phases {
+			var n []string
+			for _, s := range p {
+				n = append(n, s.Name)
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	assert.Equal(t, [][]string{{"a", "b"}, {"c", "d", "e"}, {"stray"}}, names(schedule(in, 0)))
+	assert.Equal(t, [][]string{{"a", "b"}, {"c", "d"}, {"e"}, {"stray"}}, names(schedule(in, 2)))
+	assert.Equal(t, [][]string{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}, {"stray"}}, names(schedule(in, 1)))
 }

@@ -29,6 +29,10 @@ type Suite struct {
 	Package string
 	Tests   []testing.InternalTest
 	Funcs   Funcs
+	// Phase orders a run: the suites of one phase run side by side on one
+	// cluster, the phases one after another. Set by the suites package's
+	// schedule, which says what each phase's suites share.
+	Phase int
 	// env is the package's testenv: set before any test runs.
 	env *env.Environment
 }

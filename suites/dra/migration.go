@@ -314,8 +314,11 @@ func TestMigrationKeepsThePool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The other node nearest the moved one in name order: the
+			// first ones are where sharing fills a whole node, perhaps at
+			// the same time (suites.phases).
 			var stay *corev1.Pod
-			for _, n := range poolNodes {
+			for _, n := range slices.Backward(poolNodes) {
 				if n.Name != m.node {
 					stay = running(pinned("stays", n.Name).GPU(res, 1))
 					break

@@ -178,7 +178,10 @@ func otherClassPods(ctx context.Context, t *testing.T, r *harness.Run, check str
 		if c.Spec.ExtendedResourceName != nil && *c.Spec.ExtendedResourceName == res {
 			continue
 		}
-		tpl := workload.ClaimTemplate(check, ns, p.Name+"-"+c.Name, c.Name, 1)
+		// Named for this check: dra.device-classes-select-their-pools
+		// makes <pool>-<class> in the same tenant namespace, perhaps at
+		// the same time.
+		tpl := workload.ClaimTemplate(check, ns, "pending-"+p.Name+"-"+c.Name, c.Name, 1)
 		harness.Own(&tpl.ObjectMeta)
 		if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
