@@ -14,7 +14,9 @@ const module = "github.com/gpupool/gpupool/"
 // (itself always): suites and cmd on top, e2e below them, fakegpu and
 // reports at the ground, so the simulator holds no harness code and the
 // harness reaches the NVIDIA facts only through fakegpu. Test files count:
-// a test that imports upward ties the layers as much as code does.
+// a test that imports upward ties the layers as much as code does. docs
+// holds only tests, which generate the docs' tables from the check catalog
+// and the candidates (e2e).
 var layers = map[string][]string{
 	"cmd":       {"suites", "e2e", "fakegpu", "reports", "manifests"},
 	"suites":    {"e2e", "fakegpu", "reports", "manifests"},
@@ -22,7 +24,7 @@ var layers = map[string][]string{
 	"fakegpu":   nil,
 	"reports":   nil,
 	"manifests": nil,
-	"docs":      nil,
+	"docs":      {"e2e"},
 	"hack":      nil,
 }
 
