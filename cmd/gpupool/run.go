@@ -157,6 +157,11 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan,
 	for _, w := range pl.Stack.Warnings() {
 		logf("warning: candidate %s: %s", pl.Candidate.Dir, w)
 	}
+	// What a reviewer would point out: causes that would otherwise show
+	// only as many checks failing.
+	for _, n := range plan.Review(pl) {
+		logf("review: candidate %s: %s", pl.Candidate.Dir, n)
+	}
 	// 2. Select the suites before starting anything, so a wrong name
 	// costs no cluster.
 	suites, err := suites.Select(f.suites)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,4 +113,22 @@ func Allocatable(n *corev1.Node, resource string) int64 {
 		return 0
 	}
 	return q.Value()
+}
+
+// Resources says a set of resource counts in words, as a failure shows
+// them: "nvidia.com/gpu 8, nvidia.com/mig-1g.5gb 56", or "no GPU resource".
+func Resources(counts map[string]int64) string {
+	if len(counts) == 0 {
+		return "no GPU resource"
+	}
+	names := make([]string, 0, len(counts))
+	for k := range counts {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -121,13 +121,13 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			// (as on a real node, where the plugin re-registers after the MIG
 			// manager is done): wait for both outcomes, not just the label.
 			want := gpuAllocatable(before)
-			err = wait.For(ctx, fmt.Sprintf("node %s to report %s=%s for layout %s and keep advertising %v", node, fakegpu.LabelMIGConfigState, fakegpu.MIGStateFailed, unfit, want), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+			err = wait.For(ctx, fmt.Sprintf("node %s to report %s=%s for layout %s and keep advertising %s", node, fakegpu.LabelMIGConfigState, fakegpu.MIGStateFailed, unfit, suite.Resources(want)), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
 				n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 				if err != nil {
 					return false, "", err
 				}
 				st, got := n.Labels[fakegpu.LabelMIGConfigState], gpuAllocatable(n)
-				return st == fakegpu.MIGStateFailed && fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("state %s, advertises %v", st, got), nil
+				return st == fakegpu.MIGStateFailed && fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprintf("state %s, advertises %s", st, suite.Resources(got)), nil
 			})
 			if err != nil {
 				t.Errorf("a layout the GPU cannot take: %v", err)
@@ -217,14 +217,14 @@ func relabel(ctx context.Context, t *testing.T, r *harness.Run, p fleet.Pool, no
 		}
 	}()
 	setLayout(ctx, t, r, node, layout)
-	err = wait.For(ctx, fmt.Sprintf("node %s to apply MIG layout %s and advertise %v", node, layout, want), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+	err = wait.For(ctx, fmt.Sprintf("node %s to apply MIG layout %s and advertise %s", node, layout, suite.Resources(want)), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
 		got := gpuAllocatable(n)
 		ok := n.Labels[fakegpu.LabelMIGConfigState] == fakegpu.MIGStateSuccess && fmt.Sprint(got) == fmt.Sprint(want) && n.Labels[fakegpu.LabelDeployDevicePlugin] == "true"
-		return ok, fmt.Sprintf("state %s, advertises %v", n.Labels[fakegpu.LabelMIGConfigState], got), nil
+		return ok, fmt.Sprintf("state %s, advertises %s", n.Labels[fakegpu.LabelMIGConfigState], suite.Resources(got)), nil
 	})
 	cancel()
 	<-done

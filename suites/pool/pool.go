@@ -188,7 +188,7 @@ func TestAdvertisesDesignedResources(t *testing.T) {
 						continue
 					}
 					if got := suite.Allocatable(&n, res); got != want {
-						t.Errorf("node %s of pool %s: expected %d allocatable %s, got %d (node advertises %v)", n.Name, p.Name, want, res, got, gpuResources(&n))
+						t.Errorf("node %s of pool %s: expected %d allocatable %s, got %d (node advertises %s)", n.Name, p.Name, want, res, got, suite.Resources(gpuResources(&n)))
 					}
 				}
 			}
@@ -197,11 +197,11 @@ func TestAdvertisesDesignedResources(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-func gpuResources(n *corev1.Node) map[string]string {
-	out := map[string]string{}
+func gpuResources(n *corev1.Node) map[string]int64 {
+	out := map[string]int64{}
 	for k, v := range n.Status.Allocatable {
 		if strings.HasPrefix(string(k), "nvidia.com/") {
-			out[string(k)] = v.String()
+			out[string(k)] = v.Value()
 		}
 	}
 	return out

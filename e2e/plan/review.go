@@ -1,0 +1,123 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// Review lists what a reviewer would point out in the plan before any
+// check runs: each a cause that many checks would otherwise only show as
+// their own failures, said in words. The real cluster accepts all of them.
+//   - a ValidatingAdmissionPolicy no binding names is never enforced, and a
+//     binding whose policy is not in the candidate enforces nothing;
+//   - a pool whose nodes select a device-plugin config key the ConfigMap
+//     lacks (or cannot load) advertises no GPU; a key no pool selects
+//     configures nothing;
+//   - a trust domain no namespace of the candidate belongs to has no
+//     tenant whose pods may use it.
+func Review(pl *Plan) []string {
+	var out []string
+	out = append(out, reviewPolicies(pl)...)
+	out = append(out, reviewDevicePluginKeys(pl)...)
+	out = append(out, reviewTrustDomains(pl)...)
+	return out
+}
+
+func reviewPolicies(pl *Plan) []string {
+	policies := map[string]string{} // name → where
+	bound := map[string]bool{}
+	type binding struct{ policy, where string }
+	var bindings []binding
+	for _, o := range pl.Candidate.Objects {
+		if o.GroupVersionKind().Group != "admissionregistration.k8s.io" {
+			continue
+		}
+		switch o.GetKind() {
+		case "ValidatingAdmissionPolicy":
+			policies[o.GetName()] = o.Where()
+		case "ValidatingAdmissionPolicyBinding":
+			name, _, _ := unstructured.NestedString(o.Object, "spec", "policyName")
+			bound[name] = true
+			bindings = append(bindings, binding{name, o.Where()})
+		}
+	}
+	var out []string
+	for _, name := range sortedKeys(policies) {
+		if !bound[name] {
+			out = append(out, fmt.Sprintf("%s: no ValidatingAdmissionPolicyBinding names this policy: it is never enforced, and every pod it should deny is admitted", policies[name]))
+		}
+	}
+	for _, b := range bindings {
+		if _, ok := policies[b.policy]; !ok {
+			out = append(out, fmt.Sprintf("%s: names policy %q, which the candidate does not hold: it enforces nothing", b.where, b.policy))
+		}
+	}
+	return out
+}
+
+func reviewDevicePluginKeys(pl *Plan) []string {
+	s := pl.Stack
+	if s == nil || s.Policy == nil || (s.DevicePlugin == nil && s.DevicePluginBroken == nil) {
+		return nil
+	}
+	var out []string
+	selected := map[string]bool{s.Policy.DevicePluginDefault: true}
+	seen := map[string]bool{}
+	for _, spec := range pl.Fleet.NodeSpecs() {
+		if seen[spec.Pool.Name] {
+			continue
+		}
+		seen[spec.Pool.Name] = true
+		n, err := spec.Node()
+		if err != nil || n.Labels[fakegpu.LabelDeployDevicePlugin] == "false" {
+			continue
+		}
+		key := n.Labels[fakegpu.LabelDevicePluginConfig]
+		selected[key] = true
+		if _, err := s.DevicePluginConfigFor(n.Labels); err != nil {
+			out = append(out, fmt.Sprintf("pool %s: its nodes select device-plugin config %q (%s), and the device plugin will not start there (%v): the pool advertises no GPU, and every check that places a pod on it fails", spec.Pool.Name, key, fakegpu.LabelDevicePluginConfig, err))
+		}
+	}
+	keys := append(sortedKeys(s.DevicePlugin), sortedKeys(s.DevicePluginBroken)...)
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !selected[k] {
+			out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: no pool of fleet %s selects this key, nor is it spec.devicePlugin.config.default: it configures nothing here", s.Policy.DevicePluginConfig, k, pl.Fleet.Metadata.Name))
+		}
+	}
+	return out
+}
+
+func reviewTrustDomains(pl *Plan) []string {
+	var namespaces []labels.Set
+	for _, o := range pl.Candidate.Objects {
+		if o.GroupVersionKind().Group == "" && o.GetKind() == "Namespace" {
+			namespaces = append(namespaces, labels.Set(o.GetLabels()))
+		}
+	}
+	var out []string
+	for _, p := range pl.Fleet.Spec.Pools {
+		for _, d := range p.TrustDomains {
+			sel := labels.SelectorFromSet(d.Labels)
+			if !slices.ContainsFunc(namespaces, func(l labels.Set) bool { return sel.Matches(l) }) {
+				out = append(out, fmt.Sprintf("pool %s, trust domain %s: no namespace of the candidate is labelled %s, so no tenant may use its nodes and the checks that need one fail", p.Name, d.Name, labels.Set(d.Labels)))
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,45 @@
+package plan
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/gpupool/gpupool/e2e/candidate"
+)
+
+// The reference gives a reviewer nothing to say; a newcomer's candidate
+// as the seed wrote it (a policy without its binding, a time-slicing
+// ConfigMap whose only key is "any", no tenant namespaces) gets each cause
+// said once, in words.
+func TestReview(t *testing.T) {
+	t.Setenv("GPUPOOL_CACHE", t.TempDir())
+	pl, err := Prepare("", "")
+	require.NoError(t, err)
+	assert.Empty(t, Review(pl), "the reference")
+
+	pl.Candidate.Objects = slices.DeleteFunc(pl.Candidate.Objects, func(o candidate.Object) bool {
+		return o.GetKind() == "Namespace" || (o.GetKind() == "ValidatingAdmissionPolicyBinding" && o.GetName() != "gpu-pool-contract")
+	})
+	pl.Candidate.Objects = slices.DeleteFunc(pl.Candidate.Objects, func(o candidate.Object) bool {
+		return o.GetKind() == "ValidatingAdmissionPolicy" && o.GetName() == "gpu-pool-contract"
+	})
+	any := pl.Stack.DevicePlugin[pl.Stack.Policy.DevicePluginDefault]
+	for k := range pl.Stack.DevicePlugin {
+		delete(pl.Stack.DevicePlugin, k)
+	}
+	pl.Stack.DevicePlugin["any"] = any
+	got := strings.Join(Review(pl), "\n")
+	for _, want := range []string{
+		"no ValidatingAdmissionPolicyBinding names this policy: it is never enforced",
+		`names policy "gpu-pool-contract", which the candidate does not hold`,
+		`pool gpu-l4-shared: its nodes select device-plugin config "l4-timeslice-4" (nvidia.com/device-plugin.config), and the device plugin will not start there (specified config l4-timeslice-4 does not exist`,
+		"data[any]: no pool of fleet reference selects this key",
+		"pool gpu-l4-shared, trust domain tenant-a: no namespace of the candidate is labelled trust=tenant-a",
+	} {
+		assert.Contains(t, got, want)
+	}
+}
