@@ -2,8 +2,8 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -48,7 +48,7 @@ func reviewPolicies(pl *Plan) []string {
 		}
 	}
 	var out []string
-	for _, name := range sortedKeys(policies) {
+	for _, name := range slices.Sorted(maps.Keys(policies)) {
 		if !bound[name] {
 			out = append(out, fmt.Sprintf("%s: no ValidatingAdmissionPolicyBinding names this policy: it is never enforced, and every pod it should deny is admitted", policies[name]))
 		}
@@ -84,8 +84,8 @@ func reviewDevicePluginKeys(pl *Plan) []string {
 			out = append(out, fmt.Sprintf("pool %s: its nodes select device-plugin config %q (%s), and the device plugin will not start there (%v): the pool advertises no GPU, and every check that places a pod on it fails", spec.Pool.Name, key, fakegpu.LabelDevicePluginConfig, err))
 		}
 	}
-	keys := append(sortedKeys(s.DevicePlugin), sortedKeys(s.DevicePluginBroken)...)
-	sort.Strings(keys)
+	keys := append(slices.Collect(maps.Keys(s.DevicePlugin)), slices.Collect(maps.Keys(s.DevicePluginBroken))...)
+	slices.Sort(keys)
 	for _, k := range keys {
 		if !selected[k] {
 			out = append(out, fmt.Sprintf("ConfigMap %s data[%s]: no pool of fleet %s selects this key, nor is it spec.devicePlugin.config.default: it configures nothing here", s.Policy.DevicePluginConfig, k, pl.Fleet.Metadata.Name))
@@ -110,14 +110,5 @@ func reviewTrustDomains(pl *Plan) []string {
 			}
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
