@@ -114,10 +114,11 @@ func mutantsCommand() *cobra.Command {
 		var errMu sync.Mutex
 		var firstErr error
 		for i, plan := range plans {
+			// Taken here, in order, so mutants start as listed.
+			sem <- struct{}{}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sem <- struct{}{}
 				defer func() { <-sem }()
 				if ctx.Err() != nil {
 					return
