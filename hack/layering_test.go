@@ -29,9 +29,6 @@ var layers = map[string][]string{
 }
 
 func TestNothingImportsUpward(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list over the module")
-	}
 	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,TestImports,XTestImports", "./...")
 	cmd.Dir = ".."
 	out, err := cmd.Output()

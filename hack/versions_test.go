@@ -15,9 +15,6 @@ import (
 // own pins) resolves it to; one patch apart, and every package above it
 // is compiled twice.
 func TestGpupoolLinksTheControlPlanesModuleVersions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list over two modules")
-	}
 	linked := goList(t, "..", "list", "-deps", "-f", "{{with .Module}}{{.Path}} {{.Version}}{{end}}", "./cmd/gpupool")
 	tools := goList(t, "tools", "list", "-m", "-f", "{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}", "all")
 	for mod, v := range linked {
