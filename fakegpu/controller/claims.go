@@ -75,10 +75,9 @@ func draServedLimits(p *corev1.Pod) map[string]map[string]bool {
 // prepareClaims does what the kubelet and NVIDIA's DRA plugin do before a
 // pod with claims starts, on any node (kubelet-facts §5): every claim
 // allocated and reserved for the pod, its driver's plugin on the node,
-// every device of the driver still published by the node. It
-// returns the CDI devices to inject.
-func (c *Controller) prepareClaims(node *corev1.Node, p *corev1.Pod) ([]string, error) {
-	_, draOn, _ := fakegpu.DRAConfigFor(node.Annotations)
+// every device of the driver still published by the node (draOn: the
+// node runs the driver). It returns the CDI devices to inject.
+func (c *Controller) prepareClaims(node *corev1.Node, draOn bool, p *corev1.Pod) ([]string, error) {
 	published := map[string]bool{}
 	objs, err := c.slices.GetIndexer().ByIndex(sliceIndex, node.Name)
 	if err != nil {
@@ -138,13 +137,14 @@ func (c *Controller) reconcileClaims(ctx context.Context, node *corev1.Node, p *
 		return 0, nil
 	}
 	recorded := p.Annotations[fakegpu.AnnotationCDIDevices]
-	if _, draOn, _ := fakegpu.DRAConfigFor(node.Annotations); !draOn && recorded != "" {
+	_, draOn, _ := fakegpu.DRAConfigFor(node.Annotations)
+	if !draOn && recorded != "" {
 		// Prepared while the driver ran: the kubelet prepares only before
 		// it creates the sandbox (kubelet-facts §5.1), so the driver
 		// leaving does not take the devices from running containers.
 		return 0, nil
 	}
-	cdi, err := c.prepareClaims(node, p)
+	cdi, err := c.prepareClaims(node, draOn, p)
 	if errors.Is(err, errClaimNotSeen) {
 		if bound := boundAt(p); bound.IsZero() || time.Since(bound) < claimGrace {
 			return 200 * time.Millisecond, nil

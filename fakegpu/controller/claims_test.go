@@ -33,7 +33,7 @@ func TestClaimsPreparedOnlyWhereTheDriverRuns(t *testing.T) {
 	require.NoError(t, c.claims.GetStore().Add(claim))
 	devicePluginNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "l4-0"}}
 
-	_, err := c.prepareClaims(devicePluginNode, pod)
+	_, err := c.prepareClaims(devicePluginNode, false, pod)
 	require.ErrorContains(t, err, "pod p (pod-uid) is not allowed to use ResourceClaim c (claim-uid)", "never allocated nor reserved")
 
 	reserved := claim.DeepCopy()
@@ -42,7 +42,7 @@ func TestClaimsPreparedOnlyWhereTheDriverRuns(t *testing.T) {
 	}}
 	reserved.Status.ReservedFor = []resourcev1.ResourceClaimConsumerReference{{Resource: "pods", Name: "p", UID: "pod-uid"}}
 	require.NoError(t, c.claims.GetStore().Update(reserved))
-	_, err = c.prepareClaims(devicePluginNode, pod)
+	_, err = c.prepareClaims(devicePluginNode, false, pod)
 	require.ErrorContains(t, err, "DRA driver gpu.nvidia.com is not registered", "allocated elsewhere, bound here")
 	require.NotErrorIs(t, err, errClaimNotSeen, "a missing driver is no cache lag to wait out")
 }
