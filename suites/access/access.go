@@ -180,10 +180,13 @@ func poolUUIDs(ctx context.Context, r *harness.Run, p fleet.Pool) (string, error
 }
 
 // sourceObjects creates the ConfigMaps and Secrets the tenant pods read,
-// labelled with the check so teardown removes them.
+// labelled with the check so teardown removes them, and owned by the run
+// so a run killed before its teardown leaves them to 'gpupool down'.
 func sourceObjects(ctx context.Context, r *harness.Run, check, ns, name string) error {
 	meta := func(n string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{workload.LabelCheck: check}}
+		m := metav1.ObjectMeta{Name: n, Namespace: ns, Labels: map[string]string{workload.LabelCheck: check}}
+		harness.Own(&m)
+		return m
 	}
 	for _, tp := range tenantPods(name, nil) {
 		if tp.source == nil {
@@ -473,10 +476,12 @@ func TestAllocationBoundsSight(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = r.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+				cm := &corev1.ConfigMap{
 					ObjectMeta: metav1.ObjectMeta{Name: source, Namespace: ns, Labels: map[string]string{workload.LabelCheck: c.ID}},
 					Data:       map[string]string{fakegpu.EnvVisibleDevices: "all"},
-				}, metav1.CreateOptions{})
+				}
+				harness.Own(&cm.ObjectMeta) // left to 'gpupool down' by a killed run
+				_, err = r.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{})
 				if err != nil && !apierrors.IsAlreadyExists(err) {
 					t.Fatal(err)
 				}
