@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package docs holds no code: its test keeps the tables of these pages
 // that copy data from the code as the code says. Every check of
 // docs/checks.md comes from the check catalog (e2e/checks/catalog.go),

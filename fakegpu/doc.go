@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fakegpu simulates the NVIDIA GPU Operator stack that a GPU node pool
 // depends on: the GPU catalog (what a SKU is), the config formats the real
 // components read (device-plugin config v1, mig-parted config v1, the

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # beside.sh LOG BACKGROUND FOREGROUND: runs the command BACKGROUND, its
 # output to LOG, while FOREGROUND runs on the console; then prints LOG and
 # fails if either failed. make test runs the kind path (mostly waiting on a

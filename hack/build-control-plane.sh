@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Builds every binary the embedded cluster runs, from Go modules only, into a
 # cache keyed by version. Anything already built is skipped, so a warm run
 # costs a few stat calls. Prints nothing but progress on stderr.
@@ -80,6 +82,23 @@ build_kwok() {
   mv "$tmp"/* "$KWOK_BIN_DIR/"
 }
 
+# Karpenter's KWOK cloud provider, from its own module under hack/tools
+# (hack/tools/karpenter/tools.go says why), as karpenter-kwok.
+build_karpenter() {
+  if have_all "$KARPENTER_BIN_DIR" karpenter-kwok; then log "karpenter $KARPENTER_VERSION: cached"; return; fi
+  local pinned
+  pinned="$(cd "$ROOT/hack/tools/karpenter" && go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)"
+  if [[ "$pinned" != "$KARPENTER_VERSION" ]]; then
+    echo "KARPENTER_VERSION is $KARPENTER_VERSION but hack/tools/karpenter/go.mod pins sigs.k8s.io/karpenter $pinned: change it there (go get sigs.k8s.io/karpenter@$KARPENTER_VERSION)" >&2
+    exit 2
+  fi
+  log "karpenter $KARPENTER_VERSION: building its KWOK cloud provider"
+  new_scratch; local tmp="$REPLY"
+  (cd "$ROOT/hack/tools/karpenter" && CGO_ENABLED=0 with_progress "karpenter $KARPENTER_VERSION" go build -v -trimpath -ldflags "-s -w" -o "$tmp/karpenter-kwok" sigs.k8s.io/karpenter/kwok)
+  mkdir -p "$KARPENTER_BIN_DIR"
+  mv "$tmp/karpenter-kwok" "$KARPENTER_BIN_DIR/"
+}
+
 build_kind() {
   if have_all "$KIND_BIN_DIR" kind; then log "kind $KIND_VERSION: cached"; return; fi
   log "kind $KIND_VERSION: building"
@@ -93,7 +112,8 @@ case "$what" in
   kubernetes) build_kubernetes ;;
   etcd) build_etcd ;;
   kwok) build_kwok ;;
+  karpenter) build_karpenter ;;
   node) build_node ;;
   kind) build_kind ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|node|kind]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|karpenter|node|kind]" >&2; exit 2 ;;
 esac

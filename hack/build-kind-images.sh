@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Builds the images gpupool loads into a kind cluster, each one layer with a
 # static binary and no base (nothing to pull):
 #   gpupool/kwok:<version>                  the kwok controller for the fleet's KWOK nodes

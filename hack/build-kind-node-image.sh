@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Builds a kind node image for $KUBE_VERSION with nothing pulled from any
 # registry: a Debian rootfs by debootstrap, kind's own base files from the
 # kind module, kubelet/kubeadm/kubectl and the control-plane images built

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Installs Debian's Chromium if it is missing: make test opens a run's
 # report.html in it (headless, through chromedp) to assert on what a person
 # sees. Needs root once, as hack/setup-docker.sh does.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright 2026 The gpupool Authors.
+# SPDX-License-Identifier: Apache-2.0
 # Makes a Docker engine available for kind, from Debian's packages only:
 #   - uses the engine that answers `docker info`, if one does;
 #   - otherwise installs docker.io (and the tools the node image build

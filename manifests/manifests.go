@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package manifests embeds gpupool's built-in data: the reference and
 // broken candidates, the fleets, the scale workloads, the exploration
 // corpus and the differential corpus. A gpupool binary carries them, so it

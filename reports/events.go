@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package reports turns a run's `go test -json` (test2json) events into the
 // records CI and vendors keep: summary.json, junit.xml and a printed table.
 // It knows nothing of clusters; check metadata is passed in.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package reports
 
 import (
@@ -13,15 +16,20 @@ type Series struct {
 	Points []float64 // y values; x is the index (line charts)
 }
 
-// Chart dimensions and palette: plain SVG, no script, so a report is one
-// self-contained file a CI system can archive.
+// Chart dimensions: plain SVG, no script, so a report is one
+// self-contained file a CI system can archive. The legend is HTML under
+// the plot, where a long series name wraps instead of being cut.
 const (
 	chartW, chartH = 640, 300
-	padL, padR     = 60, 150
+	padL, padR     = 60, 20
 	padT, padB     = 30, 40
 )
 
-var palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b"}
+// colour is series i of n: hues spread evenly, so no two series of a
+// chart share a colour however many there are.
+func colour(i, n int) string {
+	return fmt.Sprintf("hsl(%d, 70%%, 42%%)", i*360/max(n, 1))
+}
 
 // LineChart draws series against their index (e.g. seconds) as SVG.
 func LineChart(title, xLabel, yLabel string, series []Series) string {
@@ -43,11 +51,10 @@ func LineChart(title, xLabel, yLabel string, series []Series) string {
 			py := float64(padT) + plotH*(1-v/maxY)
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px, py))
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, palette[i%len(palette)], strings.Join(pts, " "))
-		legend(&b, i, s.Name)
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`, colour(i, len(series)), strings.Join(pts, " "))
 	}
 	b.WriteString("</svg>")
-	return b.String()
+	return figure(b.String(), series)
 }
 
 // BarChart draws groups (e.g. fleet sizes) of bars (e.g. percentiles).
@@ -72,15 +79,12 @@ func BarChart(title, yLabel string, groups []string, series []Series) string {
 			}
 			h := plotH * s.Points[g] / maxY
 			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s %s: %.3g</title></rect>`,
-				x0+barW*float64(i), float64(padT)+plotH-h, barW-1, h, palette[i%len(palette)], html.EscapeString(name), html.EscapeString(s.Name), s.Points[g])
+				x0+barW*float64(i), float64(padT)+plotH-h, barW-1, h, colour(i, len(series)), html.EscapeString(name), html.EscapeString(s.Name), s.Points[g])
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" font-size="11" text-anchor="middle">%s</text>`, x0+groupW*0.4, chartH-padB+15, html.EscapeString(name))
 	}
-	for i, s := range series {
-		legend(&b, i, s.Name)
-	}
 	b.WriteString("</svg>")
-	return b.String()
+	return figure(b.String(), series)
 }
 
 func frame(b *strings.Builder, title, xLabel, yLabel string, maxX, maxY float64) {
@@ -104,9 +108,16 @@ func frame(b *strings.Builder, title, xLabel, yLabel string, maxX, maxY float64)
 	fmt.Fprintf(b, `<text x="14" y="%d" font-size="11" text-anchor="middle" transform="rotate(-90 14 %d)">%s</text>`, padT+(y1-padT)/2, padT+(y1-padT)/2, html.EscapeString(yLabel))
 }
 
-func legend(b *strings.Builder, i int, name string) {
-	x, y := chartW-padR+10, padT+10+18*i
-	fmt.Fprintf(b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" font-size="11">%s</text>`, x, y-9, palette[i%len(palette)], x+14, y, html.EscapeString(name))
+// figure is a chart with its legend: one entry per series, its colour's
+// swatch and its whole name.
+func figure(svg string, series []Series) string {
+	var b strings.Builder
+	b.WriteString(`<figure class="chart">` + svg + `<figcaption><ul class="legend">`)
+	for i, s := range series {
+		fmt.Fprintf(&b, `<li><span class="swatch" style="background:%s"></span>%s</li>`, colour(i, len(series)), html.EscapeString(s.Name))
+	}
+	b.WriteString("</ul></figcaption></figure>")
+	return b.String()
 }
 
 // niceCeil rounds up to 1, 2 or 5 times a power of ten.
@@ -133,6 +144,6 @@ func short(v float64) string {
 // HTMLPage wraps sections (already HTML) into one self-contained page.
 func HTMLPage(title string, sections ...string) string {
 	return "<!doctype html><html><head><meta charset=\"utf-8\"><title>" + html.EscapeString(title) +
-		"</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.miss{color:#b00}.met{color:#070}</style></head><body><h1>" +
+		"</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.miss{color:#b00}.met{color:#070}figure.chart{margin:1em 0}ul.legend{list-style:none;padding:0;margin:.3em 0 0 60px;columns:2}ul.legend li{font-size:12px;break-inside:avoid}.swatch{display:inline-block;width:10px;height:10px;margin-right:6px}</style></head><body><h1>" +
 		html.EscapeString(title) + "</h1>" + strings.Join(sections, "\n") + "</body></html>"
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package reports
 
 import (
@@ -44,6 +47,8 @@ type Exploration struct {
 	// Seed replays the run's shapes (gpupool run --explore-seed).
 	Seed   uint64 `json:"seed"`
 	Budget string `json:"budget"`
+	// Budgets are single rules' budgets in place of Budget (by check id).
+	Budgets map[string]string `json:"budgets,omitempty"`
 	// Counterexamples are reproduction files, relative to the report
 	// directory (kubectl apply -f on gpupool up shows each violation).
 	Counterexamples []string `json:"counterexamples,omitempty"`

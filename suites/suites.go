@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package suites lists every suite package, in the order a run takes them:
 // the gpupool binary links them all.
 package suites

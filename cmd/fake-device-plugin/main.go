@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fake-device-plugin serves the fake GPUs of one node to its real
 // kubelet through the device-plugin API: run as a DaemonSet on kind nodes
 // annotated with a fakegpu inventory (fakegpu.gpupool.dev/sku,

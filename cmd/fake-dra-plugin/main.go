@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fake-dra-plugin is NVIDIA's DRA kubelet plugin for the fake GPUs
 // of one node with a real kubelet, the DRA sibling of fake-device-plugin:
 // run as a DaemonSet on kind nodes, it registers driver gpu.nvidia.com with

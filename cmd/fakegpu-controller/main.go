@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command fakegpu-controller runs the simulated NVIDIA GPU Operator stack
 // (device plugin, GPU Feature Discovery, MIG manager, and the kubelet's
 // part for GPU pods) against any cluster: every node annotated with a

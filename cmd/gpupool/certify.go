@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -28,6 +31,7 @@ func certifyCommand() *cobra.Command {
 	f.register(fs)
 	fs.StringVar(&f.out, "out", "", "bundle directory (required; must not exist or be empty)")
 	f.suites = ""
+	registerSuiteParallelism(fs, &f.suiteParallelism)
 	f.explore.register(fs)
 	f.target.register(fs) // a vendor certifies the cluster it runs
 	fs.StringVar(&p.VendorName, "vendor", "", "PRODUCT.yaml vendorName: the legal entity certifying")

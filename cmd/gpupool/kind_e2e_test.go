@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e && kind
 
 // End-to-end tests that need a kind cluster (a real kubelet): run by

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command gpupool checks a Kubernetes GPU pool contract: it brings up a
 // cluster with simulated GPU node pools, installs a candidate (a team's
 // policies and GPU Operator configs), runs the contract suites, and writes
@@ -19,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/gpupool/gpupool/e2e/netns"
 	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/suites"
@@ -81,6 +85,11 @@ func quietKlog(v int) {
 
 func main() {
 	v, _ := strconv.Atoi(os.Getenv(EnvVerbosity))
+	if len(os.Args) > 1 && os.Args[1] == netns.Arg {
+		// The first process of a network namespace a run made for a
+		// controller that listens on every interface (Karpenter).
+		os.Exit(netns.Main(os.Args[2:]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == runner.SuiteArg {
 		quietKlog(v)
 		os.Exit(suiteExec(os.Args[2], os.Args[3:]))

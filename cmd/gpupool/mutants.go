@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -5,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -17,27 +18,16 @@ import (
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/mutants"
 	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/suite"
-	"github.com/gpupool/gpupool/reports"
 	"github.com/gpupool/gpupool/suites"
 )
 
 // builtinBroken are the built-in broken candidates, relative to the
 // manifests directory.
 const builtinBroken = "candidates/broken-*"
-
-// The exploration budgets per rule for mutants, unless --explore-budget
-// is given. A mutant's verdict needs a violation, not the smallest one,
-// so none is shrunk (shrinking took 20 s of a killed mutant's run).
-// Where spec.breaks names no exploration check, exploration only has to
-// pass, and a third of the default shapes takes a sixth off each such
-// mutant's run (46 s to 38.6 s here).
-const (
-	listedBudget   = "60/20s/0s"
-	unlistedBudget = "20/20s/0s"
-)
 
 // mutantsCommand proves every check can fail: it runs the suites on each
 // broken candidate and requires exactly the checks the candidate's
@@ -60,12 +50,11 @@ func mutantsCommand() *cobra.Command {
 		if _, err := ex.settle(); err != nil {
 			return err
 		}
-		// A budget the user gave applies to every mutant.
-		unlisted := unlistedBudget
-		if ex.Budget != "" {
-			unlisted = ex.Budget
-		} else {
-			ex.Budget = listedBudget
+		// A budget the user gave applies to every rule of every mutant.
+		userBudget := ex.Budget != ""
+		listed, unlisted := mutants.ListedBudget, mutants.UnlistedBudget
+		if userBudget {
+			listed, unlisted = ex.Budget, ex.Budget
 		}
 		candDirs, err := userPaths(*pattern, builtinBroken)
 		if err != nil {
@@ -108,7 +97,7 @@ func mutantsCommand() *cobra.Command {
 
 		// Mutants run side by side, each on its own cluster: most of a run
 		// is waiting on the cluster, and the clusters are small.
-		verdicts := make([]verdict, len(plans))
+		verdicts := make([]mutants.Verdict, len(plans))
 		sem := make(chan struct{}, max(1, *parallel))
 		var wg sync.WaitGroup
 		var errMu sync.Mutex
@@ -124,8 +113,9 @@ func mutantsCommand() *cobra.Command {
 					return
 				}
 				mex := ex
-				if !slices.ContainsFunc(plan.Candidate.Meta.Spec.Breaks, isExploration) {
-					mex.Budget = unlisted
+				mex.Budget = unlisted
+				if !userBudget {
+					mex.Budgets = mutants.ListedBudgets(plan.Candidate.Meta.Spec.Breaks)
 				}
 				v, err := runMutant(ctx, plan, provider, suites, filepath.Join(out, plan.Candidate.Name), mex, suiteParallelism, *parallel > 1)
 				if err != nil {
@@ -137,7 +127,7 @@ func mutantsCommand() *cobra.Command {
 					return
 				}
 				verdicts[i] = v
-				logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.name, v.result, v.detail)
+				logf("mutant %d/%d %s: %s %s", i+1, len(plans), v.Name, v.Result, v.Detail)
 			}()
 		}
 		wg.Wait()
@@ -150,12 +140,12 @@ func mutantsCommand() *cobra.Command {
 		killed, killedFixed, notRun := 0, 0, 0
 		for _, v := range verdicts {
 			switch {
-			case v.result == "NOT RUN":
+			case v.Result == mutants.NotRun:
 				notRun++
-			case v.result == "KILLED":
+			case v.Result == mutants.Killed:
 				killed++
 			}
-			if v.fixedResult == "KILLED" {
+			if v.FixedResult == mutants.Killed {
 				killedFixed++
 			}
 		}
@@ -165,11 +155,11 @@ func mutantsCommand() *cobra.Command {
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "BROKEN CANDIDATE\tVERDICT\tWITHOUT EXPLORATION\tDETAIL")
 		for _, v := range verdicts {
-			fixed := v.fixedResult
+			fixed := v.FixedResult
 			if fixed == "" {
 				fixed = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.name, v.result, fixed, v.detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Name, v.Result, fixed, v.Detail)
 		}
 		tw.Flush()
 		total := len(verdicts) - notRun
@@ -177,14 +167,14 @@ func mutantsCommand() *cobra.Command {
 			return fmt.Errorf("none of the candidates breaks a check the %s provider makes", harness.ProviderName(provider))
 		}
 		fmt.Printf("\nmutation score (%s): %d/%d broken candidates killed for the right reason (%.0f%%)\n"+
-			"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d); budget per rule %s, %s where a mutant lists no exploration check\nreports: %s\n",
+			"without exploration (the fixed-shape checks alone): %d/%d (%.0f%%)\nexploration seed %d (replay with --explore-seed %d); budget %s for a rule the mutant lists, %s for the others\nreports: %s\n",
 			harness.ProviderName(provider), killed, total, 100*float64(killed)/float64(total),
-			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.Seed, ex.Seed, budgetText(ex.Budget), budgetText(unlisted), out)
+			killedFixed, total, 100*float64(killedFixed)/float64(total), ex.Seed, ex.Seed, budgetText(listed), budgetText(unlisted), out)
 		writeMutantsSummary(out, killed, total)
 		// Last, so a CI log cut to its tail still names them.
 		for _, v := range verdicts {
-			if v.result != "KILLED" && v.result != "NOT RUN" {
-				fmt.Printf("not killed: %s: %s %s\n", v.name, v.result, v.detail)
+			if v.Result != mutants.Killed && v.Result != mutants.NotRun {
+				fmt.Printf("not killed: %s: %s %s\n", v.Name, v.Result, v.Detail)
 			}
 		}
 		if killed != total {
@@ -212,89 +202,16 @@ func writeMutantsSummary(out string, killed, total int) {
 	_ = os.WriteFile(filepath.Join(out, "score.txt"), []byte(fmt.Sprintf("%d/%d\n", killed, total)), 0o644)
 }
 
-// judgeMutant compares the checks a mutant's run failed with the ones it
-// must fail, both narrowed to the checks keep admits.
-func judgeMutant(s *reports.Summary, want map[string]bool, keep func(id string) bool) (result, detail string) {
-	// Only checks of the suites run here are expected (--suites).
-	ran := map[string]bool{}
-	for _, c := range s.Checks {
-		ran[c.ID] = true
-	}
-	wanted := map[string]bool{}
-	for c := range want {
-		if ran[c] && keep(c) {
-			wanted[c] = true
-		}
-	}
-	var missing, extra []string
-	failed := map[string]bool{}
-	for _, c := range s.Checks {
-		if c.Result == "fail" && keep(c.ID) {
-			failed[c.ID] = true
-			if !wanted[c.ID] {
-				extra = append(extra, c.ID)
-			}
-		}
-	}
-	for c := range wanted {
-		if !failed[c] {
-			missing = append(missing, c)
-		}
-	}
-	sort.Strings(missing)
-	sort.Strings(extra)
-	switch {
-	case len(s.Errors) > 0:
-		return "ERROR", strings.Join(s.Errors, "; ")
-	case len(failed) == 0:
-		return "SURVIVED", "no check failed"
-	case len(missing)+len(extra) > 0:
-		if len(missing) > 0 {
-			detail += "expected to fail but passed: " + strings.Join(missing, ", ") + ". "
-		}
-		if len(extra) > 0 {
-			detail += "failed but not listed in spec.breaks: " + strings.Join(extra, ", ") + "."
-		}
-		return "WRONG REASON", detail
-	}
-	return "KILLED", fmt.Sprintf("%d checks failed, as listed", len(failed))
-}
-
-// isExploration tells the checks of the exploration suite from the
-// fixed-shape ones.
-func isExploration(id string) bool {
-	c, ok := checks.Lookup(id)
-	return ok && c.Area == checks.AreaExploration
-}
-
-type verdict struct {
-	name, result, detail string
-	// fixedResult is the verdict by the fixed-shape checks alone.
-	fixedResult string
-}
-
 // runMutant runs the suites on one broken candidate and judges the result.
-func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, suiteParallelism int, quiet bool) (verdict, error) {
-	v := verdict{name: plan.Candidate.Name}
-	want := map[string]bool{}
-	for _, c := range plan.Candidate.Meta.Spec.Breaks {
-		// A check another provider makes cannot fail here.
-		if chk, _ := checks.Lookup(c); harness.RunsOn(chk, provider) {
-			want[c] = true
-		}
-	}
+func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*suite.Suite, out string, ex exploreFlags, suiteParallelism int, quiet bool) (mutants.Verdict, error) {
+	want := mutants.Want(plan.Candidate.Meta.Spec.Breaks, provider)
 	if len(want) == 0 {
-		v.result, v.detail = "NOT RUN", "it breaks only checks another provider makes"
-		return v, nil
+		return mutants.Verdict{Name: plan.Candidate.Name, Result: mutants.NotRun, Detail: "it breaks only checks another provider makes"}, nil
 	}
 	s, err := runner.Execute(ctx, runner.Spec{ID: harness.NewRunName(), Plan: plan, Suites: suites, Out: out, Provider: provider,
 		Explore: runner.Exploration(ex), SuiteParallelism: suiteParallelism, Quiet: quiet, Output: output})
 	if err != nil {
-		return v, err
+		return mutants.Verdict{Name: plan.Candidate.Name}, err
 	}
-	v.result, v.detail = judgeMutant(s, want, func(string) bool { return true })
-	// The same run judged by the fixed-shape checks alone: what the
-	// score would be without exploration.
-	v.fixedResult, _ = judgeMutant(s, want, func(id string) bool { return !isExploration(id) })
-	return v, nil
+	return mutants.JudgeRun(plan.Candidate.Name, s, want), nil
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build e2e
 
 package main
@@ -30,16 +33,7 @@ func assertReportReadable(t *testing.T, dir, failedCheck string) {
 	t.Helper()
 	s, err := reports.ReadSummary(dir)
 	require.NoError(t, err)
-	browser, err := exec.LookPath("chromium")
-	require.NoError(t, err, "Chromium is needed to read the report as a person does: run hack/setup-chromium.sh")
-
-	alloc, cancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1200, 900))...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(alloc)
-	defer cancel()
-	timer := time.AfterFunc(2*time.Minute, cancel) // the whole look, browser start included
-	defer timer.Stop()
+	ctx := newBrowser(t)
 
 	check := `[id="` + failedCheck + `"]`
 	text := func(sel string) string {
@@ -68,4 +62,82 @@ func assertReportReadable(t *testing.T, dir, failedCheck string) {
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, shot, 0o644))
 	t.Logf("report screenshot: %s", path)
+}
+
+// scaleLook is what assertScaleReportReadable reads off scale.html.
+type scaleLook struct {
+	Raw     []string `json:"raw"`     // cells showing a Go value
+	Legends []string `json:"legends"` // every legend entry
+	Clipped []string `json:"clipped"` // entries whose text does not fit
+	Shared  []string `json:"shared"`  // entries sharing a colour in one chart
+	Pending []string `json:"pending"` // the "Pending by contract reason" cells
+	Anchors []string `json:"anchors"` // figure anchors naming scheduler_perf
+}
+
+// assertScaleReportReadable opens a scale run's scale.html in headless
+// Chromium and asserts what a person sees: no cell shows a Go value, every
+// legend entry is whole and has a colour of its own in its chart, Pending
+// pods are explained in words, and an upstream figure says where and when
+// it was measured.
+func assertScaleReportReadable(t *testing.T, dir string) {
+	t.Helper()
+	ctx := newBrowser(t)
+	require.NoError(t, chromedp.Do(ctx,
+		chromedp.Navigate("file://"+filepath.Join(dir, "scale.html")),
+		chromedp.WaitVisible(chromedp.CSS("ul.legend")),
+	))
+	look, err := chromedp.Run(ctx, chromedp.Evaluate[scaleLook](`(() => {
+		const out = {raw: [], legends: [], clipped: [], shared: [], pending: [], anchors: []};
+		document.querySelectorAll('td').forEach(td => {
+			if (/map\[|<nil>|\{\{/.test(td.textContent)) out.raw.push(td.textContent);
+			if (td.textContent.includes('scheduler_perf')) out.anchors.push(td.textContent);
+		});
+		document.querySelectorAll('ul.legend').forEach(ul => {
+			const seen = {};
+			ul.querySelectorAll('li').forEach(li => {
+				const c = getComputedStyle(li.querySelector('.swatch')).backgroundColor;
+				if (seen[c]) out.shared.push(seen[c] + ' and ' + li.textContent);
+				seen[c] = li.textContent;
+				if (li.scrollWidth > li.clientWidth + 1) out.clipped.push(li.textContent);
+				out.legends.push(li.textContent);
+			});
+		});
+		document.querySelectorAll('td.pending').forEach(td => out.pending.push(td.innerText));
+		return out;
+	})()`))
+	require.NoError(t, err)
+	assert.Empty(t, look.Raw, "cells showing a Go value")
+	assert.NotEmpty(t, look.Legends)
+	assert.Empty(t, look.Clipped, "legend entries cut")
+	assert.Empty(t, look.Shared, "series sharing a colour")
+	require.NotEmpty(t, look.Pending)
+	words := false
+	for _, p := range look.Pending {
+		words = words || strings.Contains(p, "pool")
+	}
+	assert.True(t, words, "Pending pods explained in words: %q", look.Pending)
+	require.NotEmpty(t, look.Anchors, "a burst is set beside scheduler_perf")
+	for _, a := range look.Anchors {
+		assert.Regexp(t, `not measured in this run|not this machine`, a, "an upstream figure says it is not this run's")
+		assert.Regexp(t, `20\d\d-\d\d-\d\d|upstream CI`, a, "an upstream figure says when or where it was measured")
+	}
+}
+
+// newBrowser starts headless Chromium (Debian's package;
+// hack/setup-chromium.sh installs it) for one look, bounded to 2 minutes
+// with the browser's start; it goes when the test ends.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	require.NoError(t, err, "Chromium is needed to read the report as a person does: run hack/setup-chromium.sh")
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1200, 900))...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	timer := time.AfterFunc(2*time.Minute, cancel)
+	t.Cleanup(func() {
+		timer.Stop()
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
 }

@@ -1,7 +1,9 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -34,19 +36,13 @@ func upCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		defer func() {
-			dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if err := provider.Down(dctx); err != nil {
-				logf("tearing down %s: %v", name, err)
-				return
-			}
-			logf("cluster %s removed", name)
-		}()
-		r, err := harness.Up(ctx, pl, provider)
+		s, err := harness.Open(ctx, pl, harness.SessionOptions{ID: name, Provider: provider, Output: harness.Output{Log: logf}})
+		// Whatever happens, on Ctrl-C too, the cluster goes.
+		defer s.Close(ctx)
 		if err != nil {
 			return err
 		}
+		r := s.Run
 		fmt.Printf("cluster %s is up with fleet %s and candidate %s\n\n  export KUBECONFIG=%s\n\nCtrl-C removes it.\n",
 			name, pl.Fleet.Metadata.Name, pl.Candidate.Name, r.Cluster.Kubeconfig)
 		<-ctx.Done()

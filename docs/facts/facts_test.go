@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package facts
 
 import (
@@ -19,6 +22,7 @@ var shortNames = map[string]string{
 	"access":           "gpu-access-facts.md",
 	"kubelet-facts":    "kubelet-facts.md",
 	"pod-update-facts": "pod-update-facts.md",
+	"autoscaler-facts": "autoscaler-facts.md",
 }
 
 // retired are names that cited a facts file once and must not any more.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package barrier establishes, once per run, that the candidate's
 // admission policies are live in the apiserver, so every check after it
 // can take an admission verdict from a single request instead of retrying

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package candidate loads and installs a candidate: a directory of
 // Kubernetes manifests (a team's policies and GPU Operator configs) applied
 // in file-name order, with an optional candidate.yaml describing it.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package checks is the catalog of pool-contract checks: a stable id per
 // check, the contract area it belongs to and the rule it guards. Suites
 // build their features from it, and reports group results by it.

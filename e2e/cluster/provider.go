@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package cluster brings Kubernetes clusters up and down for a run. Each
 // provider (the embedded kwokctl cluster, kind, an existing cluster by
 // kubeconfig) hides how; the rest of the harness sees a kubeconfig and a

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package differential keeps the simulated kubelet honest. A corpus of pod
 // shapes (manifests/differential, one per file) is run twice: on a node
 // with a real kubelet, which admits pods through the device-plugin API,

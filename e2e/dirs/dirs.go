@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dirs says where gpupool keeps things on this machine: built
 // binaries and live clusters' files (CacheDir, StateDir), run reports
 // (ReportsDir), and the built-in manifests, unpacked from the binary

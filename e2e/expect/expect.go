@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package expect asserts observable outcomes through the apiserver: a
 // denial and its message, a pod Pending for a stated reason, a pod's
 // placement. Each returns an error saying what was expected and what
@@ -7,6 +10,7 @@ package expect
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -299,36 +303,45 @@ func eventTime(e corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// DeletePods deletes the pods with the check label in the namespaces and
-// waits until they, and the ResourceClaims they owned, are gone, so the
-// next check finds the capacity free.
+// DeletePods deletes the pods with the check label in the namespaces
+// (in every namespace when none is given) and waits until they, and the
+// ResourceClaims they owned, are gone, so the next check finds the
+// capacity free. Each poll is one list across the namespaces, and a
+// delete only where a pod not yet going is found: a check's teardown
+// costs a few requests rather than a few per namespace of the cluster,
+// and a pod a check's controller makes again meanwhile goes too.
 func DeletePods(ctx context.Context, cs kubernetes.Interface, selector string, namespaces ...string) error {
 	zero := int64(0)
+	scope := metav1.NamespaceAll
+	if len(namespaces) == 1 {
+		scope = namespaces[0]
+	}
 	owned := map[types.UID]bool{}
-	for _, ns := range namespaces {
-		l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err := wait.For(ctx, "pods "+selector+" to be deleted", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
+		l, err := cs.CoreV1().Pods(scope).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+			return false, "", err
 		}
+		left := 0
+		var live []string
 		if l != nil {
 			for _, p := range l.Items {
+				if len(namespaces) > 1 && !slices.Contains(namespaces, p.Namespace) {
+					continue
+				}
+				left++
 				// Every pod: the scheduler's extended-resource claim may
 				// exist before the pod's status names it.
 				owned[p.UID] = true
+				if p.DeletionTimestamp == nil && !slices.Contains(live, p.Namespace) {
+					live = append(live, p.Namespace)
+				}
 			}
 		}
-		if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector}); err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-	}
-	if err := wait.For(ctx, "pods "+selector+" to be deleted", ScheduleTimeout, func(ctx context.Context) (bool, string, error) {
-		left := 0
-		for _, ns := range namespaces {
-			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
+		for _, ns := range live {
+			if err := cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: selector}); err != nil && !apierrors.IsNotFound(err) {
 				return false, "", err
 			}
-			left += len(l.Items)
 		}
 		return left == 0, fmt.Sprintf("%d left", left), nil
 	}); err != nil || len(owned) == 0 {

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package explain says why a GPU pod is Pending in the pool contract's
 // terms: no pool advertises what it asks, its selector or tolerations
 // match no pool, the pool it matches is full, or the pool's device plugin
@@ -26,6 +29,25 @@ const (
 	ClassFails       = "device-class-fails"
 	Unexplained      = "unexplained"
 )
+
+// Describe says a category in words, for reports (the category itself
+// if it has none).
+func Describe(category string) string {
+	if d, ok := described[category]; ok {
+		return d
+	}
+	return category
+}
+
+var described = map[string]string{
+	NoPoolAdvertises: "no pool advertises the resource it asks for",
+	NoMatchingPool:   "no pool admits it (its selector and tolerations match none)",
+	WrongResource:    "its pool advertises another resource",
+	PluginDown:       "its pool's device plugin is down",
+	PoolFull:         "its pool is full",
+	ClassFails:       "its DeviceClass selects no device of the pool",
+	Unexplained:      "not explained by the contract",
+}
 
 // Reason is one explanation.
 type Reason struct {

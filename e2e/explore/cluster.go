@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package explore
 
 import (
@@ -270,32 +273,75 @@ func (c *Cluster) remove(ctx context.Context, s Shape, wait_ bool) {
 // Sweep removes every workload and pod of the rule's shapes in the
 // namespaces given and waits until the pods are gone (a controller whose
 // pod was deleted before the controller itself may have made another).
+// Each poll lists each kind once across the namespaces and deletes only
+// where something of the rule is left.
 func (c *Cluster) Sweep(ctx context.Context, r Rule, namespaces []string) error {
 	sel := labels.Set{LabelRule: r.short()}.String()
 	zero := int64(0)
 	bg := metav1.DeletePropagationBackground
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg}
 	list := metav1.ListOptions{LabelSelector: sel}
+	in := func(ns string) bool { return slices.Contains(namespaces, ns) }
 	return wait.For(ctx, "the shapes of "+r.Check+" to be deleted", c.timeout(), func(ctx context.Context) (bool, string, error) {
-		left := 0
-		for _, ns := range namespaces {
-			for _, err := range []error{
-				c.Client.AppsV1().Deployments(ns).DeleteCollection(ctx, del, list),
-				c.Client.AppsV1().StatefulSets(ns).DeleteCollection(ctx, del, list),
-				c.Client.BatchV1().Jobs(ns).DeleteCollection(ctx, del, list),
-				c.Client.CoreV1().Pods(ns).DeleteCollection(ctx, del, list),
-			} {
-				if err != nil && !apierrors.IsNotFound(err) {
-					return false, "", err
-				}
+		deploys, err := c.Client.AppsV1().Deployments("").List(ctx, list)
+		if err != nil {
+			return false, "", err
+		}
+		sets, err := c.Client.AppsV1().StatefulSets("").List(ctx, list)
+		if err != nil {
+			return false, "", err
+		}
+		jobs, err := c.Client.BatchV1().Jobs("").List(ctx, list)
+		if err != nil {
+			return false, "", err
+		}
+		pods, err := c.Client.CoreV1().Pods("").List(ctx, list)
+		if err != nil {
+			return false, "", err
+		}
+		type target struct {
+			ns   string
+			kind string
+		}
+		var todo []target
+		add := func(ns, kind string, going bool) {
+			if in(ns) && !going && !slices.Contains(todo, target{ns, kind}) {
+				todo = append(todo, target{ns, kind})
 			}
-			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, list)
-			if err != nil {
+		}
+		for _, o := range deploys.Items {
+			add(o.Namespace, ViaDeployment, o.DeletionTimestamp != nil)
+		}
+		for _, o := range sets.Items {
+			add(o.Namespace, ViaStatefulSet, o.DeletionTimestamp != nil)
+		}
+		for _, o := range jobs.Items {
+			add(o.Namespace, ViaJob, o.DeletionTimestamp != nil)
+		}
+		left := 0
+		for _, p := range pods.Items {
+			if in(p.Namespace) {
+				left++
+				add(p.Namespace, ViaPod, p.DeletionTimestamp != nil)
+			}
+		}
+		for _, t := range todo {
+			var err error
+			switch t.kind {
+			case ViaDeployment:
+				err = c.Client.AppsV1().Deployments(t.ns).DeleteCollection(ctx, del, list)
+			case ViaStatefulSet:
+				err = c.Client.AppsV1().StatefulSets(t.ns).DeleteCollection(ctx, del, list)
+			case ViaJob:
+				err = c.Client.BatchV1().Jobs(t.ns).DeleteCollection(ctx, del, list)
+			default:
+				err = c.Client.CoreV1().Pods(t.ns).DeleteCollection(ctx, del, list)
+			}
+			if err != nil && !apierrors.IsNotFound(err) {
 				return false, "", err
 			}
-			left += len(pods.Items)
 		}
-		return left == 0, fmt.Sprintf("%d pods left", left), nil
+		return left == 0 && len(todo) == 0, fmt.Sprintf("%d pods left", left), nil
 	})
 }
 

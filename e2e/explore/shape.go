@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package explore tries the pool contract against pods a tenant could
 // write, not only the ones the suites spell out. A generator (built on
 // pgregory.net/rapid, which also shrinks a failing pod to a minimal one)

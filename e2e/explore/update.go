@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package explore
 
 import (
@@ -164,6 +167,11 @@ func (c *Cluster) applyUpdates(ctx context.Context, p *corev1.Pod, us []Update) 
 				return p, denied, gerr
 			}
 			return got, denied, nil
+		}
+		if apierrors.IsNotFound(err) {
+			// Gone between the look and the update (a StatefulSet deletes
+			// the pod a kubelet refused): as above, nothing of it runs.
+			return p, "", nil
 		}
 		if err != nil {
 			return p, "", fmt.Errorf("updating pod %s/%s (%s): %w", p.Namespace, p.Name, u, err)

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fleet reads Fleet files (gpupool.dev/v1alpha1, kind Fleet): the
 // node pools a run simulates, as data. It validates them before anything
 // is created and turns them into KWOK Node objects.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fuzzseed gives the fuzz targets of the packages that parse user
 // input their seed corpus: the built-in manifests, as users write them.
 package fuzzseed

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package harness
 
 import (
@@ -159,7 +162,7 @@ func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 	if !opt.SimulatePools {
 		return nil
 	}
-	r.simulatedPools = true
+	r.SimulatedPools = true
 	sel := LabelRun + "=" + RunID()
 	if opt.StackImages != nil {
 		start := time.Now()

@@ -1,11 +1,12 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package harness
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -33,10 +34,6 @@ const LabelRun = "gpupool.dev/run"
 // removed after everything else of the run.
 const LabelStack = "gpupool.dev/simulated-stack"
 
-var runIDFlag = flag.String("gpupool.run-id", os.Getenv("GPUPOOL_RUN_ID"), "the run's id, put on every object the suites create (default: a new one)")
-
-var simulatedFlag = flag.Bool("gpupool.simulated-pools", false, "the run joined its fleet to the cluster as simulated nodes labelled with its run id: pools are those nodes alone")
-
 var runID string
 
 // ownNodes selects the nodes of a cluster gpupool made: another run's
@@ -47,10 +44,7 @@ const ownNodes = "!" + LabelRun
 // RunID is the id the objects of this process's run carry.
 func RunID() string {
 	if runID == "" {
-		runID = *runIDFlag
-		if runID == "" {
-			runID = NewRunName()
-		}
+		runID = NewRunName()
 	}
 	return runID
 }
@@ -222,19 +216,17 @@ func has(list []string, s string) bool {
 	return false
 }
 
-var disruptiveNodesFlag = flag.String("gpupool.disruptive-nodes", "", "on a cluster gpupool did not make: the nodes disruptive checks may change, comma-separated (default: every node of a cluster gpupool made)")
-
 // Disruptable returns the nodes of a pool a disruptive check may change:
-// every node on a cluster gpupool made, else those named with
-// --gpupool.disruptive-nodes. all says whether that is the whole pool.
+// every node on a cluster gpupool made, else those in r.DisruptiveNodes.
+// all says whether that is the whole pool.
 func (r *Run) Disruptable(ctx context.Context, pool string) (nodes []corev1.Node, all bool, err error) {
 	poolNodes, err := r.PoolNodes(ctx, pool, nil)
-	if err != nil || *disruptiveNodesFlag == "" {
+	if err != nil || len(r.DisruptiveNodes) == 0 {
 		return poolNodes, true, err
 	}
 	allowed := map[string]bool{}
-	for _, n := range strings.Split(*disruptiveNodesFlag, ",") {
-		allowed[strings.TrimSpace(n)] = true
+	for _, n := range r.DisruptiveNodes {
+		allowed[n] = true
 	}
 	for _, n := range poolNodes {
 		if allowed[n.Name] {

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package harness
 
 import (
@@ -125,7 +128,7 @@ func (r *Run) PoolNodes(ctx context.Context, pool string, domain *fleet.TrustDom
 	if domain != nil {
 		sel[fleet.LabelTrustDomain] = domain.Name
 	}
-	if *simulatedFlag {
+	if r.SimulatedPools {
 		sel[LabelRun] = RunID() // the run's own nodes, not the cluster's
 	}
 	list, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
@@ -294,8 +297,18 @@ func (r *Run) EnsureServiceAccounts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// One list of the accounts there are, so a check's setup creates only
+	// the missing ones rather than trying every namespace.
+	have := map[string]bool{}
+	sas, err := r.Client.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", workload.ServiceAccount).String()})
+	if err != nil {
+		return err
+	}
+	for _, sa := range sas.Items {
+		have[sa.Namespace] = true
+	}
 	for _, ns := range nss.Items {
-		if ns.Status.Phase == corev1.NamespaceTerminating {
+		if ns.Status.Phase == corev1.NamespaceTerminating || have[ns.Name] {
 			continue
 		}
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: workload.ServiceAccount, Namespace: ns.Name}}

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package harness brings a run's cluster up: it picks the cluster
 // provider, starts the cluster (or attaches to one gpupool did not make),
 // installs the candidate, creates the fleet, runs the simulated GPU stack
@@ -14,9 +17,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,11 +65,14 @@ type Run struct {
 	// gpuStackInCluster: the fakegpu controller runs in the cluster (kind),
 	// not in this process.
 	gpuStackInCluster bool
-	// simulatedPools: the run joined its fleet to a cluster it did not
+	// SimulatedPools: the run joined its fleet to a cluster it did not
 	// make; its nodes carry the run's label, and its fakegpu controller
-	// and kwok look after those alone.
-	simulatedPools bool
-	kwok           *cluster.KwokProcess
+	// and kwok look after those alone. Pools are those nodes alone.
+	SimulatedPools bool
+	// DisruptiveNodes are, on a cluster gpupool did not make, the only
+	// nodes disruptive checks may change (none: every node of the pool).
+	DisruptiveNodes []string
+	kwok            *cluster.KwokProcess
 }
 
 // UpOptions tune bring-up; the zero value suits the contract suites.
@@ -86,6 +94,9 @@ type UpOptions struct {
 	// BeforeProvision runs once the cluster answers, before anything is
 	// installed (a scale run takes its first metrics snapshot there).
 	BeforeProvision func(*Run) error
+	// SimulatorLog receives the in-process simulated stack's record of
+	// what it did, a timestamped line per object (nil: the run's Log).
+	SimulatorLog io.Writer
 }
 
 // Stop ends what the run started in this process (the fakegpu controller).
@@ -327,7 +338,7 @@ func (r *Run) advertised(n *corev1.Node, configHash string) error {
 // stackNodes selects the nodes the run's simulated GPU stack looks after:
 // its own simulated pools, or the nodes of the cluster gpupool made.
 func (r *Run) stackNodes() string {
-	if r.simulatedPools {
+	if r.SimulatedPools {
 		return LabelRun + "=" + RunID()
 	}
 	return ownNodes
@@ -340,7 +351,7 @@ func (r *Run) startGPUStack(ctx context.Context) error {
 		return err
 	}
 	c, err := controller.New(r.Cluster.REST, controller.Options{
-		DefaultMIGParted: defaultMIG, Log: r.Log, NodeWorkers: r.opt.GPUStackWorkers, SkipDeviceRecords: r.opt.GPUStackSkipDeviceRecords,
+		DefaultMIGParted: defaultMIG, Log: r.Log, Trace: r.simulatorTrace(), NodeWorkers: r.opt.GPUStackWorkers, SkipDeviceRecords: r.opt.GPUStackSkipDeviceRecords,
 		NodeSelector: r.stackNodes(),
 	})
 	if err != nil {
@@ -354,6 +365,21 @@ func (r *Run) startGPUStack(ctx context.Context) error {
 	}
 	r.GPUStack = c
 	return nil
+}
+
+// simulatorTrace writes the stack's record to UpOptions.SimulatorLog, one
+// timestamped line each, or to the run's Log without one.
+func (r *Run) simulatorTrace() func(format string, args ...any) {
+	w := r.opt.SimulatorLog
+	if w == nil {
+		return r.Log
+	}
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "[%s] %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	}
 }
 
 // WaitGPUStackSynced waits until every GPU node advertises what the current

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package incluster holds the objects gpupool runs inside a cluster with
 // real nodes (the kind path, and simulated pools joined to a cluster
 // gpupool did not make): the kwok controller, the fakegpu controller and

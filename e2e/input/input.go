@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package input reads the files a user hands gpupool (fleets, candidate
 // manifests, workloads) within bounds: only regular files, each of a size
 // the machine holds many times over. A FIFO would block the open forever

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mergepatch applies RFC 7386 JSON merge patches to decoded JSON
 // (maps, slices, scalars). Candidates patch their manifests and their
 // fleet's pools with it.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package netpol reads NetworkPolicy objects the way a network plugin would
 // enforce them, for clusters where nothing enforces them (simulated nodes):
 // checks can then say what the policies allow, not only that they exist.

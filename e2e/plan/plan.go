@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package plan loads a run's fleet and candidate and validates them
 // before anything starts: the candidate's GPU Operator config, every node
 // of the fleet, and whether the machine can hold the fleet at all.

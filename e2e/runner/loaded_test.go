@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package runner
 
 import (
@@ -11,6 +14,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/settings"
 )
 
 // The suites check what the run loaded, written into the run directory:
@@ -26,7 +30,7 @@ func TestAnEditDuringARunChangesNothingItChecks(t *testing.T) {
 	pl, err := plan.Prepare("", src)
 	require.NoError(t, err)
 
-	loaded, err := writeLoaded(t.TempDir(), &harness.Run{Plan: pl})
+	loaded, err := writeLoaded(Spec{ID: "gpupool-x", Out: t.TempDir()}, &harness.Run{Plan: pl})
 	require.NoError(t, err)
 
 	// The team edits its candidate while the run goes on.
@@ -36,8 +40,11 @@ func TestAnEditDuringARunChangesNothingItChecks(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEqual(t, pl.Candidate.Fingerprint(), edited.Candidate.Fingerprint(), "the edit changes the source")
 
-	// What a suite reads (runSuite passes these paths) is what was loaded.
-	seen, err := plan.Prepare(loaded.fleet, loaded.candidate)
+	// What a suite reads (the settings file runSuite passes names the
+	// copies) is what was loaded.
+	set, err := settings.ReadFile(loaded.settings)
+	require.NoError(t, err)
+	seen, err := plan.Prepare(set.Fleet, set.Candidate)
 	require.NoError(t, err)
 	assert.Equal(t, pl.Candidate.Fingerprint(), seen.Candidate.Fingerprint())
 	assert.Equal(t, "edited", seen.Candidate.Name)

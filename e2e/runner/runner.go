@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package runner runs a plan against a cluster and writes the run
 // directory. It brings the cluster up (or attaches to one gpupool did not
 // make) and removes it, or what the run made in it, whatever happens. In
@@ -17,7 +20,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/settings"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/reports"
@@ -65,48 +68,17 @@ type Spec struct {
 	Output
 }
 
-// Output is where a run's progress goes: Log prints a line, Phase says
-// what the run does now (the CLI's status line). Either may be nil.
-type Output struct {
-	Log, Phase func(format string, args ...any)
-}
+// SimulatorLogFile, in a run's report directory, is the simulated stack's
+// record of what it did: each pod's outcome on its node, each DRA pool it
+// published, each reconcile that failed.
+const SimulatorLogFile = "fakegpu.log"
 
-func (o Output) logf(format string, args ...any) {
-	if o.Log != nil {
-		o.Log(format, args...)
-	}
-}
+// Output is where a run's progress goes.
+type Output = harness.Output
 
-func (o Output) phase(format string, args ...any) {
-	if o.Phase != nil {
-		o.Phase(format, args...)
-	}
-}
-
-// Exploration is how the exploration suite draws its pods.
-type Exploration struct {
-	// Seed replays a run's shapes (0: the suite draws one).
-	Seed uint64
-	// Budget per rule, as explore.ParseBudget reads it ("": the default).
-	Budget string
-}
-
-// args are the suite-binary flags that carry the settings.
-func (e Exploration) args(reportDir string) []string {
-	// The suite runs in its package directory: a relative --out would land
-	// there.
-	if abs, err := filepath.Abs(reportDir); err == nil {
-		reportDir = abs
-	}
-	out := []string{"--gpupool.report-dir", reportDir}
-	if e.Seed != 0 {
-		out = append(out, "--gpupool.explore-seed", strconv.FormatUint(e.Seed, 10))
-	}
-	if e.Budget != "" {
-		out = append(out, "--gpupool.explore-budget", e.Budget)
-	}
-	return out
-}
+// Exploration is how the exploration suite draws its pods (the run sets
+// ReportDir).
+type Exploration = settings.Explore
 
 // Execute brings up a cluster for the plan (or attaches to spec.Existing),
 // runs the suites against it, writes the reports into spec.Out and removes
@@ -116,53 +88,50 @@ func (e Exploration) args(reportDir string) []string {
 func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
 	started := time.Now()
 	pl := spec.Plan
-	spec.logf("run %s: candidate %s, fleet %s", spec.ID, pl.Candidate.Dir, pl.Fleet.File)
-	var provider harness.Provider
+	spec.Logf("run %s: candidate %s, fleet %s", spec.ID, pl.Candidate.Dir, pl.Fleet.File)
+	opt := harness.SessionOptions{ID: spec.ID, Existing: spec.Existing, Keep: spec.Keep, Output: spec.Output,
+		Attach: harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages}}
 	if spec.Existing == nil {
 		// First, so a machine without the control plane gets no report
 		// directory, only the error saying where the binaries come from.
 		var err error
-		if provider, err = harness.NewProvider(spec.Provider, spec.ID); err != nil {
+		if opt.Provider, err = harness.NewProvider(spec.Provider, spec.ID); err != nil {
 			return nil, err
 		}
 	}
 	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return nil, err
 	}
+	// What the simulated stack did, object by object, goes to a file of
+	// the report: a record to read when a check's outcome surprises, not
+	// progress for the console.
+	simLog, err := os.Create(filepath.Join(spec.Out, SimulatorLogFile))
+	if err != nil {
+		return nil, err
+	}
+	defer simLog.Close()
+	opt.Up.SimulatorLog, opt.Attach.Up.SimulatorLog = simLog, simLog
+	summary := newSummary(spec, opt.Kind(), started)
 	if spec.Existing != nil {
-		return executeAttached(ctx, spec, started)
+		spec.Phasef("attaching to %s", spec.Existing.Kubeconfig)
+	} else {
+		spec.Phasef("bringing up the %s cluster, installing candidate %s, creating fleet %s", opt.Kind(), pl.Candidate.Name, pl.Fleet.Metadata.Name)
 	}
-	defer func() {
-		if spec.Keep && ctx.Err() == nil {
-			spec.logf("cluster %s kept; remove it with 'gpupool down'", spec.ID)
-			return
-		}
-		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		spec.phase("removing cluster %s", spec.ID)
-		if err := provider.Down(dctx); err != nil {
-			spec.logf("tearing down %s: %v", spec.ID, err)
-		} else {
-			spec.logf("cluster %s removed", spec.ID)
-		}
-	}()
-	if spec.Keep {
-		provider.Detach()
-	}
-	summary := newSummary(spec, provider.Kind(), started)
-	spec.phase("bringing up the %s cluster, installing candidate %s, creating fleet %s", provider.Kind(), pl.Candidate.Name, pl.Fleet.Metadata.Name)
-	r, err := harness.Up(ctx, pl, provider)
+	s, err := harness.Open(ctx, pl, opt)
+	defer s.Close(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			// The signal, not the step it cut short, is what happened.
-			summary.Interrupted = stopReason(ctx) + " during setup; the cluster is removed"
+			summary.Interrupted = stopReason(ctx) + " during setup"
+			if spec.Existing == nil {
+				summary.Interrupted += "; the cluster is removed"
+			}
 			return summary, finish(summary, nil, spec.Out, started)
 		}
 		summary.Errors = append(summary.Errors, "setup: "+err.Error())
 		return summary, finish(summary, nil, spec.Out, started)
 	}
-	defer r.Stop()
-	return runSuites(ctx, spec, r, provider.Kind(), summary, started)
+	return runSuites(ctx, spec, s.Run, opt.Kind(), summary, started)
 }
 
 func newSummary(spec Spec, provider string, started time.Time) *reports.Summary {
@@ -174,61 +143,15 @@ func newSummary(spec Spec, provider string, started time.Time) *reports.Summary 
 	}
 }
 
-// executeAttached is Execute on a cluster gpupool did not make: it
-// installs nothing unless asked, and removes every object the run made in
-// it, whatever happens.
-func executeAttached(ctx context.Context, spec Spec, started time.Time) (*reports.Summary, error) {
-	harness.SetRunID(spec.ID)
-	summary := newSummary(spec, spec.Existing.Kind(), started)
-	var r *harness.Run
-	defer func() {
-		if r == nil || r.Cluster == nil {
-			return
-		}
-		// Objects first, while the run's kwok still finishes its pods'
-		// deletion; then the run's own controllers.
-		defer r.Stop()
-		spec.phase("removing what run %s made in %s", spec.ID, r.Cluster.Name)
-		dctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // RemoveOwned's two waits, and its listing
-		defer cancel()
-		n, err := harness.RemoveOwned(dctx, r.Cluster.REST, spec.ID, 2*time.Minute)
-		if err != nil {
-			spec.logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", spec.ID, r.Cluster.Name, err, spec.Existing.Kubeconfig)
-			return
-		}
-		spec.logf("removed the %d objects run %s made in %s", n, spec.ID, r.Cluster.Name)
-	}()
-	var err error
-	spec.phase("attaching to %s", spec.Existing.Kubeconfig)
-	r, err = harness.AttachTo(ctx, spec.Plan, spec.Existing, harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages})
-	if err != nil {
-		if ctx.Err() != nil {
-			summary.Interrupted = stopReason(ctx) + " during setup"
-			return summary, finish(summary, nil, spec.Out, started)
-		}
-		summary.Errors = append(summary.Errors, "setup: "+err.Error())
-		return summary, finish(summary, nil, spec.Out, started)
-	}
-	return runSuites(ctx, spec, r, spec.Existing.Kind(), summary, started)
-}
-
 // runSuites runs the suites one at a time against the run's cluster and
 // writes the reports.
 func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, summary *reports.Summary, started time.Time) (*reports.Summary, error) {
 	summary.Components = r.Cluster.Components
-	extra := spec.Explore.args(filepath.Join(spec.Out, "counterexamples"))
-	extra = append(extra, "--gpupool.run-id", spec.ID)
-	if spec.SimulatePools {
-		extra = append(extra, "--gpupool.simulated-pools")
-	}
-	if spec.Existing != nil && spec.DisruptiveNodes != "" {
-		extra = append(extra, "--gpupool.disruptive-nodes", spec.DisruptiveNodes)
-	}
 	skip := harness.OtherProvidersLabels(provider)
 	if spec.Existing != nil && !spec.SimulatePools && spec.DisruptiveNodes == "" {
 		skip += "," + checks.LabelDisruptive + "=true"
 	}
-	loaded, err := writeLoaded(spec.Out, r)
+	loaded, err := writeLoaded(spec, r)
 	if err != nil {
 		return nil, err
 	}
@@ -277,11 +200,11 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 		if slices.Contains(names, "explore") && spec.Explore.Budget != "0" {
 			what += ": exploring each rule within its budget"
 		}
-		spec.phase("%s", what)
+		spec.Phasef("%s", what)
 		var wg sync.WaitGroup
 		for _, s := range phase {
 			wg.Go(func() {
-				if err := runSuite(sctx, s, r, loaded, skip, extra, progress, evw); err != nil && sctx.Err() == nil {
+				if err := runSuite(sctx, s, r, loaded, skip, progress, evw); err != nil && sctx.Err() == nil {
 					mu.Lock()
 					summary.Errors = append(summary.Errors, err.Error())
 					mu.Unlock()
@@ -442,7 +365,7 @@ func retryProbe(ctx context.Context, probe func() error) error {
 // exploration records the run's exploration settings and the
 // counterexamples its checks wrote.
 func exploration(spec Spec) *reports.Exploration {
-	e := &reports.Exploration{Seed: spec.Explore.Seed, Budget: spec.Explore.Budget}
+	e := &reports.Exploration{Seed: spec.Explore.Seed, Budget: spec.Explore.Budget, Budgets: spec.Explore.Budgets}
 	if e.Budget == "" {
 		e.Budget = "default"
 	}
@@ -474,17 +397,22 @@ func SnapshotCluster(ctx context.Context, e *cluster.Existing, dir string, logf 
 	return dir, nil
 }
 
-// loadedPlan is where a run wrote the candidate and fleet it loaded.
-type loadedPlan struct{ candidate, fleet string }
+// loadedPlan is where a run wrote the candidate and fleet it loaded, and
+// the settings its suites read.
+type loadedPlan struct{ candidate, fleet, settings string }
 
 // writeLoaded writes the candidate and fleet the run loaded, validated
 // and installed into the run directory (loaded/candidate, loaded/
-// fleet.yaml). The suites read these, never the source: a candidate or
+// fleet.yaml), and the suites' settings naming them (loaded/
+// settings.json). The suites read these, never the source: a candidate or
 // fleet edited while the run goes on changes nothing it checks, and the
-// run directory shows exactly what was checked.
-func writeLoaded(out string, r *harness.Run) (loadedPlan, error) {
-	dir := filepath.Join(out, "loaded")
-	l := loadedPlan{candidate: filepath.Join(dir, "candidate"), fleet: filepath.Join(dir, "fleet.yaml")}
+// run directory shows exactly what was checked, and how.
+func writeLoaded(spec Spec, r *harness.Run) (loadedPlan, error) {
+	dir, err := filepath.Abs(filepath.Join(spec.Out, "loaded"))
+	if err != nil {
+		return loadedPlan{}, err
+	}
+	l := loadedPlan{candidate: filepath.Join(dir, "candidate"), fleet: filepath.Join(dir, "fleet.yaml"), settings: filepath.Join(dir, "settings.json")}
 	if err := os.RemoveAll(dir); err != nil {
 		return l, err
 	}
@@ -494,7 +422,29 @@ func writeLoaded(out string, r *harness.Run) (loadedPlan, error) {
 	if err := r.Fleet.WriteFile(l.fleet); err != nil {
 		return l, fmt.Errorf("writing the loaded fleet into %s: %w", l.fleet, err)
 	}
+	if err := suiteSettings(spec, l).WriteFile(l.settings); err != nil {
+		return l, fmt.Errorf("writing the suites' settings into %s: %w", l.settings, err)
+	}
 	return l, nil
+}
+
+// suiteSettings are what the run tells its suites.
+func suiteSettings(spec Spec, l loadedPlan) settings.Settings {
+	s := settings.Settings{
+		RunID: spec.ID, Fleet: l.fleet, Candidate: l.candidate,
+		SimulatedPools: spec.SimulatePools, Explore: spec.Explore,
+	}
+	// The suites run in their package directories: a relative directory
+	// would land there.
+	s.Explore.ReportDir, _ = filepath.Abs(filepath.Join(spec.Out, "counterexamples"))
+	if spec.Existing != nil {
+		for n := range strings.SplitSeq(spec.DisruptiveNodes, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				s.DisruptiveNodes = append(s.DisruptiveNodes, n)
+			}
+		}
+	}
+	return s
 }
 
 // stopReason says what stopped the run: a signal, or a deadline.

@@ -1,32 +1,42 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package runner
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/settings"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 )
 
-// The suite binary gets the exploration settings as flags; a zero seed is
-// left to the suite to draw, and the report directory is absolute, as the
-// suite may run elsewhere.
-func TestExplorationArgs(t *testing.T) {
+// The suites get one settings file: the loaded copies, the run's id, the
+// exploration settings with an absolute report directory (the suites run
+// in their package directories), and what an existing cluster allows.
+func TestSuiteSettings(t *testing.T) {
 	t.Chdir(t.TempDir())
 	wd, _ := filepath.Abs(".")
-	got := Exploration{}.args("out/counterexamples")
-	want := []string{"--gpupool.report-dir", filepath.Join(wd, "out", "counterexamples")}
-	if !slices.Equal(got, want) {
-		t.Errorf("no settings: %v, want %v", got, want)
-	}
-	got = Exploration{Seed: 7, Budget: "10/5s"}.args("/r")
-	want = []string{"--gpupool.report-dir", "/r", "--gpupool.explore-seed", "7", "--gpupool.explore-budget", "10/5s"}
-	if !slices.Equal(got, want) {
-		t.Errorf("seed and budget: %v, want %v", got, want)
-	}
+	l := loadedPlan{candidate: "/o/loaded/candidate", fleet: "/o/loaded/fleet.yaml", settings: filepath.Join(wd, "settings.json")}
+	spec := Spec{ID: "gpupool-x", Out: "out", Explore: Exploration{Seed: 7, Budget: "10/5s"}, DisruptiveNodes: " a, b,", Existing: &cluster.Existing{}}
+	want := settings.Settings{RunID: "gpupool-x", Fleet: l.fleet, Candidate: l.candidate, DisruptiveNodes: []string{"a", "b"},
+		Explore: settings.Explore{Seed: 7, Budget: "10/5s", ReportDir: filepath.Join(wd, "out", "counterexamples")}}
+	require.NoError(t, suiteSettings(spec, l).WriteFile(l.settings))
+	got, err := settings.ReadFile(l.settings)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	require.NoError(t, os.WriteFile(l.settings, []byte(`{"runID": "x", "fleat": "f"}`), 0o644))
+	_, err = settings.ReadFile(l.settings)
+	assert.ErrorContains(t, err, `unknown field "fleat"`)
+	assert.ErrorContains(t, err, l.settings)
 }
 
 // A check only another provider makes is not in the run's results: it was

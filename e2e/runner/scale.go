@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package runner
 
 import (
@@ -9,11 +12,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
@@ -85,34 +90,22 @@ var scaleUp = harness.UpOptions{
 // runs the workload there and removes everything the run made.
 func scaleAttached(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 	name, pl, w, e := s.Name, s.Plan, s.Workload, s.Existing
-	s.logf("scale run %s: fleet %s (%d nodes) joining %s, workload %s", name, pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
-	s.phase("scale: fleet %s (%d nodes) joining %s, workload %s", pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
-	harness.SetRunID(name)
+	s.Logf("scale run %s: fleet %s (%d nodes) joining %s, workload %s", name, pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
+	s.Phasef("scale: fleet %s (%d nodes) joining %s, workload %s", pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), e.Kubeconfig, w.Metadata.Name)
 	var snapshot scale.APISnapshot
-	up := scaleUp
-	r, err := harness.AttachTo(ctx, pl, e, harness.AttachOptions{InstallCandidate: s.InstallCandidate, SimulatePools: true, StackImages: s.StackImages, Up: up})
-	if r != nil && r.Cluster != nil {
-		defer func() {
-			defer r.Stop()
-			dctx, cancel := context.WithTimeout(context.Background(), 7*time.Minute) // RemoveOwned's two waits, and its listing
-			defer cancel()
-			n, err := harness.RemoveOwned(dctx, r.Cluster.REST, name, 4*time.Minute)
-			if err != nil {
-				s.logf("removing what scale run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", name, r.Cluster.Name, err, e.Kubeconfig)
-				return
-			}
-			s.logf("removed the %d objects scale run %s made in %s", n, name, r.Cluster.Name)
-		}()
-	}
+	sess, err := harness.Open(ctx, pl, harness.SessionOptions{ID: name, Existing: e, Output: s.Output, RemoveTimeout: 4 * time.Minute,
+		Attach: harness.AttachOptions{InstallCandidate: s.InstallCandidate, SimulatePools: true, StackImages: s.StackImages, Up: scaleUp}})
+	defer sess.Close(ctx)
 	if err != nil {
 		return nil, err
 	}
+	r := sess.Run
 	// The apiserver's counters before the workload (bring-up is in the
 	// joined fleet's figures, not the API totals, on a shared cluster).
 	if snapshot, err = scale.Snapshot(ctx, r.Client); err != nil {
 		return nil, err
 	}
-	return drive(ctx, s, r, snapshot, scale.Options{Log: s.logf, Phase: s.phase,
+	return drive(ctx, s, r, snapshot, scale.Options{Log: s.Logf, Phase: s.Phasef,
 		Labels: map[string]string{harness.LabelRun: name}, NodeSelector: map[string]string{harness.LabelRun: name}})
 }
 
@@ -120,21 +113,12 @@ func scaleAttached(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 // removes the cluster, whatever happens.
 func scaleOne(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 	name, pl, w := s.Name, s.Plan, s.Workload
-	s.logf("scale run %s: fleet %s (%d nodes), workload %s", name, pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), w.Metadata.Name)
-	s.phase("scale: fleet %s (%d nodes), workload %s", pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), w.Metadata.Name)
+	s.Logf("scale run %s: fleet %s (%d nodes), workload %s", name, pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), w.Metadata.Name)
+	s.Phasef("scale: fleet %s (%d nodes), workload %s", pl.Fleet.Metadata.Name, pl.Fleet.TotalNodes(), w.Metadata.Name)
 	provider, err := harness.TunedProvider(name, s.Tuning)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		if err := provider.Down(dctx); err != nil {
-			s.logf("tearing down %s: %v", name, err)
-		} else {
-			s.logf("cluster %s removed", name)
-		}
-	}()
 	var snapshot scale.APISnapshot
 	up := scaleUp
 	up.BeforeProvision = func(r *harness.Run) error {
@@ -142,12 +126,12 @@ func scaleOne(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 		snapshot, err = scale.Snapshot(ctx, r.Client)
 		return err
 	}
-	r, err := harness.UpWith(ctx, pl, provider, up)
+	sess, err := harness.Open(ctx, pl, harness.SessionOptions{ID: name, Provider: provider, Up: up, Output: s.Output, DownTimeout: 2 * time.Minute})
+	defer sess.Close(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Stop()
-	return drive(ctx, s, r, snapshot, scale.Options{ClusterDir: provider.Dir(), ProfileDir: s.ProfileDir, Log: s.logf, Phase: s.phase})
+	return drive(ctx, s, sess.Run, snapshot, scale.Options{ClusterDir: provider.Dir(), ProfileDir: s.ProfileDir, Log: s.Logf, Phase: s.Phasef})
 }
 
 // drive runs the workload on the fleet r brought up, from the apiserver's
@@ -189,6 +173,29 @@ func formatValue(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// pendingText is a phase's Pending pods by the contract's explanation, in
+// words, most first: one line each ("none" when no pod was Pending).
+func pendingText(pending map[string]int) string {
+	if len(pending) == 0 {
+		return "none"
+	}
+	cats := make([]string, 0, len(pending))
+	for c := range pending {
+		cats = append(cats, c)
+	}
+	sort.Slice(cats, func(i, j int) bool {
+		if pending[cats[i]] != pending[cats[j]] {
+			return pending[cats[i]] > pending[cats[j]]
+		}
+		return cats[i] < cats[j]
+	})
+	lines := make([]string, len(cats))
+	for i, c := range cats {
+		lines[i] = fmt.Sprintf("%d: %s", pending[c], html.EscapeString(explain.Describe(c)))
+	}
+	return strings.Join(lines, "<br>")
 }
 
 // WriteScaleReport writes scale.json and scale.html (tables and plots in
@@ -250,7 +257,7 @@ func WriteScaleReport(dir string, runs []ScaleRun) ([]scale.Figure, error) {
 			continue
 		}
 		for _, ph := range r.Result.Phases {
-			fmt.Fprintf(&contract, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td></tr>", html.EscapeString(r.Label), ph.Name, ph.Contract.Pods, ph.Contract.Scheduled, ph.Contract.Violations, html.EscapeString(fmt.Sprint(ph.Contract.Pending)))
+			fmt.Fprintf(&contract, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td class=\"pending\">%s</td></tr>", html.EscapeString(r.Label), ph.Name, ph.Contract.Pods, ph.Contract.Scheduled, ph.Contract.Violations, pendingText(ph.Contract.Pending))
 		}
 	}
 	contract.WriteString("</table>")

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package runner
 
 import (
@@ -14,6 +17,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/settings"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -31,20 +35,19 @@ const SuiteArg = "__suite"
 // (unless logf is nil). The
 // child has a parent-death signal, so even a SIGKILLed gpupool leaves no
 // suite running.
-func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, loaded loadedPlan, skipLabels string, extra []string, logf func(format string, args ...any), w io.Writer) error {
+func runSuite(ctx context.Context, s *suite.Suite, r *harness.Run, loaded loadedPlan, skipLabels string, logf func(format string, args ...any), w io.Writer) error {
 	self, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("finding this binary to run suite %s: %w", s.Name, err)
 	}
-	suiteCmd := exec.CommandContext(ctx, self, append([]string{
+	suiteCmd := exec.CommandContext(ctx, self,
 		SuiteArg, s.Name,
 		"-test.v=test2json", "-test.count=1",
 		"--kubeconfig", r.Cluster.Kubeconfig,
-		"--gpupool.fleet", loaded.fleet,
-		"--gpupool.candidate", loaded.candidate,
+		"--"+settings.Flag, loaded.settings,
 		// Checks only one provider can make are labelled with it.
 		"--skip-labels", skipLabels,
-	}, extra...)...)
+	)
 	suiteCmd.Stderr = os.Stderr
 	// SIGTERM first: e2e-framework then runs the features' teardowns.
 	suiteCmd.Cancel = func() error { return suiteCmd.Process.Signal(syscall.SIGTERM) }

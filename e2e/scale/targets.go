@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package scale
 
 import (
@@ -264,7 +267,12 @@ func thousands(n int) string {
 
 // anchorClaimTemplate is the upstream figure a burst of claim pods is set
 // beside (dra-facts §5: K test/integration/scheduler_perf/dra/performance-config.yaml).
-const anchorClaimTemplate = "scheduler_perf v1.37.2 SchedulingWithResourceClaimTemplate/5000pods_500nodes: threshold 56, typically above 70"
+const anchorClaimTemplate = "upstream CI, not this machine: scheduler_perf v1.37.2 SchedulingWithResourceClaimTemplate/5000pods_500nodes, threshold 56 pods/s, typically above 70"
+
+// anchorExtendedResource is the in-process figure a burst is set beside,
+// with where and when it was taken: not this run's machine or day, and
+// machines of this kind differ 2× from day to day (docs/scale.md#anchors).
+const anchorExtendedResource = "not measured in this run: upstream scheduler_perf v1.37.2 in-process, SchedulingWithExtendedResource 5000pods_5000nodes, 50 pods/s on a 2-core machine of this kind before 2026-12-03 and 31.2 pods/s on another on 2026-12-03 (docs/scale.md#anchors)"
 
 // anchorClaimAllocation is what claim allocation latency is set beside
 // (dra-facts §5: ClusterLoader2's ResourceClaimAllocationLatency, default
@@ -304,7 +312,7 @@ func Figures(label string, r *Result) []Figure {
 			add(ph.Name+" pods placed by the harness", float64(ph.Created), "pods", nil, "bypassing the scheduler, for memory at size")
 			add(ph.Name+" pods created per second", float64(ph.Created)/max(ph.Seconds, 1e-9), "pods/s", nil, "apiserver, admission and kwok, no scheduler")
 		case KindBurst:
-			anchor := "scheduler_perf here, in-process: 185 basic, 50 extended resources"
+			anchor := anchorExtendedResource
 			if r.ClaimsOnly {
 				anchor = anchorClaimTemplate
 			}

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package scale puts a GPU fleet under scheduler pressure and measures it
 // the way kube-scheduler's scheduler_perf does: workloads as data (a mix of
 // pod shapes, then phases of bursts and churn), SchedulingThroughput

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package suite
 
 import (
@@ -47,17 +50,8 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := From(ctx)
-			nsList, err := r.Client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				t.Errorf("cleanup: %v", err)
-				return ctx
-			}
-			var names []string
-			for _, ns := range nsList.Items {
-				names = append(names, ns.Name)
-			}
 			sel := labels.Set{workload.LabelCheck: c.ID}.String()
-			if err := expect.DeletePods(ctx, r.Client, sel, names...); err != nil {
+			if err := expect.DeletePods(ctx, r.Client, sel); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 			// Claim templates a check made in tenant namespaces (its pods'

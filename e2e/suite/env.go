@@ -1,14 +1,15 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package suite
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
-	"sync"
+	"sync/atomic"
 	"syscall"
-	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -18,14 +19,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/plan"
-)
-
-// Flags a suite binary accepts besides e2e-framework's own (pass them after
-// `go test ... -args`). The environment variables are what `gpupool run`
-// sets; the flags win.
-var (
-	fleetFlag     = flag.String("gpupool.fleet", os.Getenv("GPUPOOL_FLEET"), "fleet file (default: the candidate's, else the built-in "+plan.DefaultFleet+")")
-	candidateFlag = flag.String("gpupool.candidate", os.Getenv("GPUPOOL_CANDIDATE"), "candidate directory (default: the built-in "+plan.DefaultCandidate+")")
+	"github.com/gpupool/gpupool/e2e/settings"
 )
 
 type runKey struct{}
@@ -65,28 +59,24 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 		cfg.WithParallelTestEnabled()
 	}
 	testEnv := env.NewWithConfig(cfg)
-	var (
-		provider *cluster.Embedded
-		run      *harness.Run
-		stopOnce sync.Once
-	)
+	// The suite's own cluster, when it brings one up; closed once, when
+	// the tests end or on a signal, even during bring-up.
+	var sess atomic.Pointer[harness.Session]
 	teardown := func() {
-		stopOnce.Do(func() {
-			if run != nil {
-				run.Stop()
-			}
-			if provider != nil {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := provider.Down(ctx); err != nil {
-					fmt.Fprintf(os.Stderr, "gpupool: tearing down the cluster: %v\n", err)
-				}
-			}
-		})
+		if s := sess.Load(); s != nil {
+			s.Close(context.Background())
+		}
 	}
 
 	testEnv.Setup(func(ctx context.Context, c *envconf.Config) (context.Context, error) {
-		pl, err := plan.Prepare(*fleetFlag, *candidateFlag)
+		set, err := settings.Current()
+		if err != nil {
+			return ctx, err
+		}
+		if set.RunID != "" {
+			harness.SetRunID(set.RunID)
+		}
+		pl, err := plan.Prepare(set.Fleet, set.Candidate)
 		if err != nil {
 			return ctx, err
 		}
@@ -96,14 +86,15 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 				return ctx, fmt.Errorf("--kubeconfig %s: %w", kc, err)
 			}
 			rc.QPS, rc.Burst = 200, 400
-			r := &harness.Run{Plan: pl}
+			r := &harness.Run{Plan: pl, SimulatedPools: set.SimulatedPools, DisruptiveNodes: set.DisruptiveNodes}
 			if err := r.Attach(&cluster.Cluster{Name: "attached", Kubeconfig: kc, REST: rc}); err != nil {
 				return ctx, err
 			}
 			return context.WithValue(ctx, runKey{}, r), nil
 		}
 
-		provider, err = harness.EmbeddedProvider(harness.NewRunName())
+		name := harness.NewRunName()
+		provider, err := harness.EmbeddedProvider(name)
 		if err != nil {
 			return ctx, err
 		}
@@ -115,13 +106,14 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 			teardown()
 			os.Exit(130)
 		}()
-		r, err := harness.Up(ctx, pl, provider)
-		run = r
-		if err != nil {
+		s := harness.NewSession(harness.SessionOptions{ID: name, Provider: provider, Output: harness.Output{
+			Log: func(format string, args ...any) { fmt.Fprintf(os.Stderr, "gpupool: "+format+"\n", args...) }}})
+		sess.Store(s)
+		if err := s.Open(ctx, pl); err != nil {
 			return ctx, err
 		}
-		c.WithKubeconfigFile(r.Cluster.Kubeconfig)
-		return context.WithValue(ctx, runKey{}, r), nil
+		c.WithKubeconfigFile(s.Run.Cluster.Kubeconfig)
+		return context.WithValue(ctx, runKey{}, s.Run), nil
 	})
 	if funcs.Setup != nil {
 		testEnv.Setup(funcs.Setup)

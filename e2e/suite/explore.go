@@ -1,25 +1,17 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package suite
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/explore"
-)
-
-// Exploration settings a suite binary takes (`gpupool run` sets them
-// through the environment).
-var (
-	exploreSeedFlag   = flag.String("gpupool.explore-seed", os.Getenv("GPUPOOL_EXPLORE_SEED"), "exploration seed: replays a run's shapes exactly (default: a new one, printed)")
-	exploreBudgetFlag = flag.String("gpupool.explore-budget", os.Getenv("GPUPOOL_EXPLORE_BUDGET"), "exploration budget per rule: SHAPES, SHAPES/TIME or SHAPES/TIME/SHRINK, 0 for none (default 60/20s/20s)")
-	reportDirFlag     = flag.String("gpupool.report-dir", os.Getenv("GPUPOOL_REPORT_DIR"), "where counterexamples are written (default explore-<time> in reports/out of a gpupool checkout, else in ./gpupool-reports)")
-	corpusFlag        = flag.String("gpupool.explore-corpus", os.Getenv("GPUPOOL_EXPLORE_CORPUS"), "regression corpus directory (default: the built-in "+DefaultCorpus+")")
+	"github.com/gpupool/gpupool/e2e/settings"
 )
 
 // DefaultCorpus holds every counterexample worth keeping, one directory
@@ -29,10 +21,20 @@ const DefaultCorpus = "explore/corpus"
 
 // ExploreSettings is how a suite explores.
 type ExploreSettings struct {
-	Seed      uint64
-	Budget    explore.Budget
+	Seed   uint64
+	Budget explore.Budget
+	// Budgets replace Budget for single rules (by check id).
+	Budgets   map[string]explore.Budget
 	ReportDir string
 	Corpus    string
+}
+
+// BudgetFor is the budget of the rule with the check id.
+func (s ExploreSettings) BudgetFor(id string) explore.Budget {
+	if b, ok := s.Budgets[id]; ok {
+		return b
+	}
+	return s.Budget
 }
 
 var (
@@ -46,19 +48,28 @@ var (
 // the run uses the same one.
 func Exploration() (ExploreSettings, error) {
 	exploreOnce.Do(func() {
-		s := ExploreSettings{ReportDir: *reportDirFlag, Corpus: *corpusFlag}
-		if *exploreSeedFlag != "" {
-			n, err := strconv.ParseUint(*exploreSeedFlag, 10, 64)
-			if err != nil || n == 0 {
-				exploreErr = fmt.Errorf("--explore-seed %q: want a positive whole number (a seed a run printed)", *exploreSeedFlag)
-				return
-			}
-			s.Seed = n
-		} else {
+		set, err := settings.Current()
+		if err != nil {
+			exploreErr = err
+			return
+		}
+		s := ExploreSettings{Seed: set.Explore.Seed, ReportDir: set.Explore.ReportDir, Corpus: set.Explore.Corpus}
+		if s.Seed == 0 {
 			s.Seed = explore.NewSeed()
 		}
-		if s.Budget, exploreErr = explore.ParseBudget(*exploreBudgetFlag); exploreErr != nil {
+		if s.Budget, exploreErr = explore.ParseBudget(set.Explore.Budget); exploreErr != nil {
 			return
+		}
+		for id, text := range set.Explore.Budgets {
+			b, err := explore.ParseBudget(text)
+			if err != nil {
+				exploreErr = fmt.Errorf("the budget of %s: %w", id, err)
+				return
+			}
+			if s.Budgets == nil {
+				s.Budgets = map[string]explore.Budget{}
+			}
+			s.Budgets[id] = b
 		}
 		if s.ReportDir == "" {
 			s.ReportDir = filepath.Join(dirs.ReportsDir(), "explore-"+time.Now().UTC().Format("0102-150405"))

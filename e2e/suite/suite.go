@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package suite is what a suite package (suites/*) is built from. It
 // declares the package once, for both ways it runs: under go test (its
 // TestMain) and linked into the gpupool binary, which runs it in a child

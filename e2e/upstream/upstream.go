@@ -54,3 +54,38 @@ func GPUOperatorFileName(rel string) string {
 // GPUOperatorVersion is the GPU Operator module version whose files a run
 // uses (its CRD, sample and default MIG config).
 func GPUOperatorVersion() string { return gpuOperatorVersion }
+
+// KarpenterModule carries the CRDs of Karpenter's NodePools and NodeClaims
+// and of its KWOK provider's node class: an autoscaled pool's objects.
+const KarpenterModule = "sigs.k8s.io/karpenter"
+
+// karpenterVersion is the Karpenter release whose CRDs the harness
+// installs; it is the one hack/tools/karpenter builds (versions.Karpenter,
+// kept equal by a test).
+const karpenterVersion = "v1.13.0"
+
+// Files of the Karpenter module, relative to its root: the CRDs Karpenter
+// with its KWOK provider needs, in the order they are installed.
+var KarpenterCRDs = []string{
+	"kwok/charts/crds/karpenter.sh_nodepools.yaml",
+	"kwok/charts/crds/karpenter.sh_nodeclaims.yaml",
+	"kwok/charts/crds/karpenter.sh_nodeoverlays.yaml",
+	"kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml",
+}
+
+//go:embed karpenter
+var karpenter embed.FS
+
+// KarpenterFile returns a file of the Karpenter module as the pinned
+// version ships it.
+func KarpenterFile(rel string) ([]byte, error) {
+	data, err := fs.ReadFile(karpenter, path.Join("karpenter", rel))
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s/%s: not among the embedded Karpenter files (hack/update-upstream.sh copies them): %w", KarpenterModule, karpenterVersion, rel, err)
+	}
+	return data, nil
+}
+
+// KarpenterVersion is the Karpenter module version whose CRDs a run
+// installs.
+func KarpenterVersion() string { return karpenterVersion }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package versions
 
 import (
@@ -14,7 +17,7 @@ func TestVersionsMatchBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"KUBE_VERSION": Kube, "ETCD_VERSION": Etcd, "KWOK_VERSION": Kwok, "KIND_VERSION": Kind} {
+	for name, want := range map[string]string{"KUBE_VERSION": Kube, "ETCD_VERSION": Etcd, "KWOK_VERSION": Kwok, "KIND_VERSION": Kind, "KARPENTER_VERSION": Karpenter} {
 		m := regexp.MustCompile(name + `="\$\{` + name + `:-([^}]+)\}"`).FindSubmatch(data)
 		if m == nil {
 			t.Errorf("hack/lib.sh does not pin %s", name)

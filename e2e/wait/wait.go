@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package wait polls for a condition with a deadline. Every wait names what
 // it awaits, so a timeout says what never happened and what was last seen.
 package wait

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package workload builds the pods checks submit. A pod is described the
 // way a tenant would write it: which pool it aims at (selector and
 // tolerations taken from the fleet's data), what it limits, which

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -145,7 +148,7 @@ func (c *Controller) admitOnce(ctx context.Context, node *corev1.Node, onNode []
 		return true, err
 	}
 	if wrote {
-		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, msg)
+		c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, msg)
 	}
 	return true, nil
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -180,7 +183,7 @@ func (c *Controller) reconcileClaims(ctx context.Context, node *corev1.Node, p *
 	p = p.DeepCopy()
 	p.Status = *st
 	_, err = c.client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{FieldManager: "fakegpu"})
-	c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, msg)
+	c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, msg)
 	return 0, ignoreNotFound(err)
 }
 

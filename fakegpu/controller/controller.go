@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package controller runs the simulated NVIDIA GPU Operator stack against a
 // cluster: for every node that carries a fakegpu inventory it keeps the
 // GPU resources and GFD labels equal to what the real device plugin, GPU
@@ -62,8 +65,14 @@ type Options struct {
 	// the records exist so checks can see allocations, and at fleet scale
 	// they are one more write per pod than the cluster would make.
 	SkipDeviceRecords bool
-	// Log receives one line per notable action (nil: silent).
+	// Log receives what the user of a run should read: the GPU Operator
+	// config it holds, and why not (nil: silent).
 	Log func(format string, args ...any)
+	// Trace receives one line per object the simulated stack judged or
+	// published (a pod's outcome on its node, a DRA pool's generation, a
+	// reconcile that failed): the record of what the simulator did, for a
+	// log file (nil: Log).
+	Trace func(format string, args ...any)
 	// NodeSelector limits the nodes this controller simulates the stack
 	// for (a label selector; "" is every node), so two controllers can
 	// share a cluster: each run's nodes get their own.
@@ -260,7 +269,7 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 			// pod first): the retry reads the new version. Anything else is
 			// worth a line.
 			if !apierrors.IsConflict(err) {
-				c.opt.Log("fakegpu: %s: %v", key, err)
+				c.trace("fakegpu: %s: %v", key, err)
 			}
 			q.AddRateLimited(key)
 		case after > 0:
@@ -442,4 +451,14 @@ func StripManagedFields(obj any) (any, error) {
 		m.SetManagedFields(nil)
 	}
 	return obj, nil
+}
+
+// trace records one thing the simulator did (Options.Trace, else Log).
+func (c *Controller) trace(format string, args ...any) {
+	switch {
+	case c.opt.Trace != nil:
+		c.opt.Trace(format, args...)
+	case c.opt.Log != nil:
+		c.opt.Log(format, args...)
+	}
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -83,7 +86,7 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		if err := c.applyVerdict(ctx, p, v); err != nil {
 			return 0, ignoreNotFound(err)
 		}
-		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
+		c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
 	}
 	for _, j := range judged {
 		if j.pod.UID == pod.UID {

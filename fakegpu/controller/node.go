@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -47,6 +50,18 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 	}
 	if d.Labels[fakegpu.LabelMIGConfigState] != fakegpu.MIGStatePending {
 		d.Annotations[fakegpu.AnnotationObservedConfig] = configHash(key)
+	}
+
+	// The repartition ends the pods on the old layout's devices before the
+	// new layout is published, as the MIG manager applies the layout while
+	// the device plugin is down and restarts it after (stack-facts §4
+	// step 4): once published, a pod may start on the new devices, and
+	// failing it then would charge it for a change it never saw (seen on
+	// kind, where this pass is slower than the scheduler).
+	if d.LayoutChanged && d.FromLayout != "" {
+		if err := c.failPodsOnRepartition(ctx, node, d.FromLayout, d.ToLayout); err != nil {
+			return 0, err
+		}
 	}
 
 	// Metadata: labels and annotations, only what differs.
@@ -134,11 +149,6 @@ func (c *Controller) reconcileNode(ctx context.Context, name string) (time.Durat
 	}
 	if d.LayoutChanged {
 		c.recorder.Eventf(node, corev1.EventTypeNormal, "MIGConfigApplied", "MIG config changed from %q to %q", d.FromLayout, d.ToLayout)
-		if d.FromLayout != "" {
-			if err := c.failPodsOnRepartition(ctx, node, d.FromLayout, d.ToLayout); err != nil {
-				return 0, err
-			}
-		}
 	}
 	return d.RequeueAfter, nil
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -110,7 +113,7 @@ func (c *Controller) recordSight(ctx context.Context, stack *fakegpu.Stack, node
 	}
 	if len(unallocated) > 0 {
 		c.recorder.Eventf(p, corev1.EventTypeWarning, fakegpu.EventGPUVisibleUnallocated, "%s", strings.Join(unallocated, "; "))
-		c.opt.Log("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, strings.Join(unallocated, "; "))
+		c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, strings.Join(unallocated, "; "))
 	}
 	if len(unseen) > 0 {
 		c.recorder.Eventf(p, corev1.EventTypeWarning, fakegpu.EventAllocatedGPUUnseen, "%s", strings.Join(unseen, "; "))

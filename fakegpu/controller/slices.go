@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package controller
 
 import (
@@ -108,7 +111,7 @@ func (c *Controller) reconcileSlices(ctx context.Context, node *corev1.Node, wan
 	c.published[node.Name] = publication{uid: node.UID, gen: gen + 1, slices: len(want), at: time.Now()}
 	c.mu.Unlock()
 	if len(want) > 0 {
-		c.opt.Log("node %s: DRA pool at generation %d, %d slices", node.Name, gen+1, len(want))
+		c.trace("node %s: DRA pool at generation %d, %d slices", node.Name, gen+1, len(want))
 	}
 	return false, nil
 }

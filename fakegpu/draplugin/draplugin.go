@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package draplugin is NVIDIA's DRA kubelet plugin for the fake GPUs of the
 // fakegpu model, for nodes with a real kubelet: what it publishes is what
 // the simulated driver publishes for a KWOK node with the same labels and

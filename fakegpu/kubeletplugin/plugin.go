@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubeletplugin serves the fake GPUs of the fakegpu model to a real
 // kubelet, through the kubelet device-plugin API (v1beta1). What a node
 // advertises comes from the same model as the simulated KWOK nodes

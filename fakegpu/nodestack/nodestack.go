@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nodestack watches what the simulated NVIDIA stack of one real
 // node depends on (its Node, the GPU Operator's ClusterPolicies and the
 // ConfigMaps of the Operator's namespace) and hands the node's view to a

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package nvidiaruntime is a fake NVIDIA container runtime for nodes with a
 // real kubelet and containerd (kind). containerd runs it instead of runc
 // for the nvidia runtime handler, as the GPU Operator's toolkit installs

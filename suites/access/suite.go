@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package access checks what a container can see: the GPUs the NVIDIA
 // runtime puts in it, which it takes from the container's own environment
 // and mounts, not from what the pod asked for (gpu-access-facts).

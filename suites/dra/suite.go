@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dra checks the GPU pool contract where GPUs are served by
 // Dynamic Resource Allocation: claim pods are GPU pods, no GPU is offered
 // both through DRA and a device plugin, and a pool moved from the device

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package explore
 
 import (
@@ -91,7 +94,7 @@ func exploreRule(ctx context.Context, t *testing.T, c checks.Check, rule explore
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := explore.Run(ctx, rule, cl, space, corpus, set.Seed, set.Budget, t.Logf)
+	rep, err := explore.Run(ctx, rule, cl, space, corpus, set.Seed, set.BudgetFor(c.ID), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package explore tries each rule of the pool contract against pods drawn
 // over everything a tenant controls (e2e/explore), after the corpus of
 // counterexamples found before.

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package health
 
 import (
@@ -147,6 +150,12 @@ func awaitAllocatable(ctx context.Context, r *harness.Run, node, res string, all
 			return false, "", err
 		}
 		a, c := suite.Allocatable(n, res), n.Status.Capacity[corev1.ResourceName(res)]
+		if c.Value() != 0 && c.Value() != capacity {
+			// An Xid never changes capacity, and the simulated plugin
+			// publishes a node's devices in one write: a node showing
+			// another count advertises it, and waiting changes nothing.
+			return false, "", fmt.Errorf("node %s shows %d %s in capacity, the pool is designed for %d", node, c.Value(), res, capacity)
+		}
 		return a == allocatable && c.Value() == capacity, fmt.Sprintf("allocatable %d, capacity %d", a, c.Value()), nil
 	})
 }

@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubelet checks what only a real kubelet enforces: the fake
 // device plugin registered over the kubelet's device-plugin API decides
 // allocations, the kubelet admits or rejects pods by them, and a plugin

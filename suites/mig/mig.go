@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 package mig
 
 import (
@@ -69,10 +72,13 @@ func TestMIGRelabelIsADrain(t *testing.T) {
 			if failed := failedGPUPods(ctx, t, r, node); len(failed) > 0 {
 				t.Errorf("GPU pods failed on a drained node: %s", strings.Join(failed, "; "))
 			}
+			// The layout goes back while the node is still cordoned: a pod
+			// of the next assessment must not start on the old layout's
+			// devices while the change back is under way.
+			relabel(ctx, t, r, pool, node, original)
 			if err := r.Cordon(ctx, node, false); err != nil {
 				t.Fatal(err)
 			}
-			relabel(ctx, t, r, pool, node, original)
 			return ctx
 		}).
 		Assess("relabelling a busy node without a drain fails its GPU pods, and the check says so", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {

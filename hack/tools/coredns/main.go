@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command coredns is CoreDNS with only the plugins kubeadm's default
 // Corefile uses, for the kind node image: a full build compiles every
 // plugin (cloud DNS providers included) for nothing.

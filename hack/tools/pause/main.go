@@ -1,3 +1,6 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pause is the pod sandbox's process for the kind node image: it
 // holds the pod's namespaces, reaps orphans when it is the pod's PID 1,
 // and exits on SIGINT or SIGTERM, which is all the kubelet asks of it.

@@ -1,4 +1,7 @@
-package main
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package mutants
 
 import (
 	"testing"
@@ -23,31 +26,31 @@ func TestJudgeMutantWithAndWithoutExploration(t *testing.T) {
 		return s
 	}
 	all := func(string) bool { return true }
-	fixed := func(id string) bool { return !isExploration(id) }
+	fixed := func(id string) bool { return !IsExploration(id) }
 
 	// An exploration-only mutant: killed with exploration, survives without.
 	want := map[string]bool{"explore.gpu-pods-run-under-nvidia": true}
 	s := summary("explore.gpu-pods-run-under-nvidia")
-	r, _ := judgeMutant(s, want, all)
+	r, _ := Judge(s, want, all)
 	assert.Equal(t, "KILLED", r)
-	r, _ = judgeMutant(s, want, fixed)
+	r, _ = Judge(s, want, fixed)
 	assert.Equal(t, "SURVIVED", r)
 
 	// A mutant exploration also catches is killed either way.
 	want = map[string]bool{"admission.requires-runtimeclass": true, "explore.gpu-pods-run-under-nvidia": true}
 	s = summary("admission.requires-runtimeclass", "explore.gpu-pods-run-under-nvidia")
-	r, _ = judgeMutant(s, want, all)
+	r, _ = Judge(s, want, all)
 	assert.Equal(t, "KILLED", r)
-	r, _ = judgeMutant(s, want, fixed)
+	r, _ = Judge(s, want, fixed)
 	assert.Equal(t, "KILLED", r)
 
 	// An unlisted failure is the wrong reason, and says which.
-	r, detail := judgeMutant(summary("admission.requires-runtimeclass", "security.gpu-images-pinned"), map[string]bool{"admission.requires-runtimeclass": true}, all)
+	r, detail := Judge(summary("admission.requires-runtimeclass", "security.gpu-images-pinned"), map[string]bool{"admission.requires-runtimeclass": true}, all)
 	assert.Equal(t, "WRONG REASON", r)
 	assert.Contains(t, detail, "security.gpu-images-pinned")
 
 	// A listed check the run did not make (another suite set) is not expected.
 	s = &reports.Summary{Checks: []reports.CheckResult{{ID: "admission.requires-runtimeclass", Result: "fail"}}}
-	r, _ = judgeMutant(s, map[string]bool{"admission.requires-runtimeclass": true, "explore.gpu-pods-run-under-nvidia": true}, all)
+	r, _ = Judge(s, map[string]bool{"admission.requires-runtimeclass": true, "explore.gpu-pods-run-under-nvidia": true}, all)
 	assert.Equal(t, "KILLED", r)
 }
