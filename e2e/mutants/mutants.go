@@ -8,6 +8,7 @@ package mutants
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -124,6 +125,13 @@ func Judge(s *reports.Summary, want map[string]bool, keep func(id string) bool) 
 		}
 		if len(extra) > 0 {
 			detail += "failed but not listed in spec.breaks: " + strings.Join(extra, ", ") + "."
+			// What each said: a wrong reason seen once in CI is only
+			// worth something with its cause.
+			for _, c := range s.Checks {
+				if slices.Contains(extra, c.ID) && c.Message != "" {
+					detail += fmt.Sprintf(" %s said: %s.", c.ID, clip(c.Message, 600))
+				}
+			}
 		}
 		return WrongReason, detail
 	}
@@ -135,4 +143,12 @@ func Judge(s *reports.Summary, want map[string]bool, keep func(id string) bool) 
 func IsExploration(id string) bool {
 	c, ok := checks.Lookup(id)
 	return ok && c.Area == checks.AreaExploration
+}
+
+// clip shortens s to at most n bytes, saying so.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + " [...]"
 }

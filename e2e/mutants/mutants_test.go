@@ -48,6 +48,10 @@ func TestJudgeMutantWithAndWithoutExploration(t *testing.T) {
 	r, detail := Judge(summary("admission.requires-runtimeclass", "security.gpu-images-pinned"), map[string]bool{"admission.requires-runtimeclass": true}, all)
 	assert.Equal(t, "WRONG REASON", r)
 	assert.Contains(t, detail, "security.gpu-images-pinned")
+	s = summary("admission.requires-runtimeclass", "security.gpu-images-pinned")
+	s.Checks[2].Message = "expected pod p to be denied, but it was admitted"
+	_, detail = Judge(s, map[string]bool{"admission.requires-runtimeclass": true}, all)
+	assert.Contains(t, detail, "security.gpu-images-pinned said: expected pod p to be denied, but it was admitted.", "with what it said")
 
 	// A listed check the run did not make (another suite set) is not expected.
 	s = &reports.Summary{Checks: []reports.CheckResult{{ID: "admission.requires-runtimeclass", Result: "fail"}}}
