@@ -37,15 +37,14 @@ control-plane:
 
 ## The autoscaler (Karpenter's KWOK cloud provider), from its own module
 ## under hack/tools/karpenter into the same cache: about 1 min 40 s cold
-## after the control plane. Not yet part of `build`: no built-in fleet has an
-## autoscaled pool yet (issue #28).
+## after the control plane. The reference fleet's autoscaled pools need it.
 autoscaler:
 	bash hack/build-control-plane.sh karpenter
 
 gpupool:
 	@. hack/lib.sh && with_progress "gpupool" $(GO) build -v -o $(BIN) ./cmd/gpupool
 
-build: control-plane gpupool
+build: control-plane autoscaler gpupool
 
 ## The main job: reference candidate and fleet unless CANDIDATE / FLEET say otherwise.
 conformance: build

@@ -14,6 +14,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/suites/access"
 	"github.com/gpupool/gpupool/suites/admission"
+	"github.com/gpupool/gpupool/suites/autoscaling"
 	"github.com/gpupool/gpupool/suites/dra"
 	"github.com/gpupool/gpupool/suites/explore"
 	"github.com/gpupool/gpupool/suites/health"
@@ -29,7 +30,7 @@ import (
 // All is every suite, sorted by name (go test ./suites/... takes them in
 // the same order).
 var All = []*suite.Suite{
-	access.Suite, admission.Suite, dra.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
+	access.Suite, admission.Suite, autoscaling.Suite, dra.Suite, explore.Suite, health.Suite, kubelet.Suite, mig.Suite,
 	pending.Suite, pool.Suite, runtimeclass.Suite, security.Suite, sharing.Suite,
 }
 
@@ -40,8 +41,10 @@ var All = []*suite.Suite{
 var phases = [][]*suite.Suite{
 	// No node written, a unit or two per pool: admission and security
 	// mostly dry-run; pool, runtimeclass and access place one or two
-	// well-formed pods per pool and nodeName pods that ask for no GPU.
-	{admission.Suite, security.Suite, pool.Suite, runtimeclass.Suite, access.Suite},
+	// well-formed pods per pool and nodeName pods that ask for no GPU;
+	// autoscaling only the autoscaled pools, whose nodes it waits to see
+	// made and removed again before the phase ends.
+	{admission.Suite, security.Suite, pool.Suite, runtimeclass.Suite, access.Suite, autoscaling.Suite},
 	// Disjoint pools: health changes the H100 exclusive pool's plugin
 	// and one node's health, mig relabels one A100 node.
 	{health.Suite, mig.Suite},

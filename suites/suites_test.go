@@ -45,7 +45,7 @@ func TestSelect(t *testing.T) {
 		{"./suites/...", names(All), ""},
 		{"./suites/kubelet", []string{"kubelet"}, ""},
 		{"pool, sharing,pool", []string{"pool", "sharing"}, ""},
-		{"nope", nil, `no suite "nope"; the suites are access, admission, dra, explore,`},
+		{"nope", nil, `no suite "nope"; the suites are access, admission, autoscaling, dra, explore,`},
 	} {
 		got, err := Select(tc.in)
 		if tc.err != "" {

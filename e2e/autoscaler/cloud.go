@@ -75,3 +75,14 @@ func orDefault(v, d string) string {
 	}
 	return v
 }
+
+// Groups of Karpenter's API and its KWOK provider's.
+const (
+	Group     = "karpenter.sh"
+	KWOKGroup = "karpenter.kwok.sh"
+)
+
+// Owns reports whether an object of the group is the autoscaler's to act
+// on (a NodePool, a KWOKNodeClass): in a cluster a real Karpenter runs
+// in, it would scale the real cloud.
+func Owns(group string) bool { return group == Group || group == KWOKGroup }

@@ -219,3 +219,19 @@ func pruneNulls(obj map[string]any) map[string]any {
 	}
 	return prune(obj).(map[string]any)
 }
+
+// Without is the candidate less the objects drop picks, and those objects:
+// what a run leaves out of one cluster but installs in another.
+func (c *Candidate) Without(drop func(Object) bool) (*Candidate, []Object) {
+	out := *c
+	out.Objects = nil
+	var dropped []Object
+	for _, o := range c.Objects {
+		if drop(o) {
+			dropped = append(dropped, o)
+			continue
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return &out, dropped
+}

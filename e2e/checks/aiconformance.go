@@ -28,9 +28,10 @@ type AIProcedure struct {
 const AIConformanceVersion = "v1.37"
 
 // AIRequirements maps the checklist's accelerator and security
-// requirements to the checks that give evidence for them. The rest of the
-// checklist (inference networking, gang scheduling, autoscaling, metrics,
-// operators, sandboxing) is outside the GPU pool contract.
+// requirements, and its cluster autoscaling one, to the checks that give
+// evidence for them. The rest of the checklist (inference networking, gang
+// scheduling, pod autoscaling, metrics, operators, sandboxing) is outside
+// the GPU pool contract.
 var AIRequirements = []AIRequirement{
 	{
 		ID: "secure_accelerator_access", Level: "MUST",
@@ -89,5 +90,13 @@ var AIRequirements = []AIRequirement{
 			"mig.relabel-is-a-drain", "health.plugin-down-pods-pending", "health.xid-withdraws-the-gpu",
 			"pending.explained-by-contract", "kubelet.plugin-loss-withdraws-gpus", "kubelet.simulator-agrees",
 		},
+	},
+	{
+		ID: "cluster_autoscaling", Level: "MUST",
+		// Where an autoscaler is offered: node groups of an accelerator
+		// type scale up on Pending pods that request it (access §7.4).
+		// Scale-up only so far; scale-down is not yet a check
+		// (docs/autoscaling.md).
+		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool"},
 	},
 }

@@ -218,6 +218,15 @@ var (
 	})
 )
 
+// Autoscaled pools: a real autoscaler (Karpenter) makes their nodes from
+// the candidate's NodePools (autoscaler-facts).
+var (
+	AutoscalingScalesItsOwnPool = Register(Check{
+		ID: "autoscaling.pending-pod-scales-its-own-pool", Area: AreaAutoscaling, Provider: "embedded",
+		Rule: "A Pending GPU pod of an autoscaled pool at zero nodes gets, in bounded time, a node the pool's own NodePool makes: the machine of the pool's SKU, with the pool's labels and taints, and the pod runs there with its GPU.",
+	})
+)
+
 // ExploreNoGPUWithoutAllocation tries what a container can see over the
 // pods a tenant can write.
 var ExploreNoGPUWithoutAllocation = Register(Check{

@@ -26,6 +26,7 @@ const (
 	AreaExploration      = "exploration"
 	AreaDRA              = "dra"
 	AreaAccess           = "access"
+	AreaAutoscaling      = "autoscaling"
 )
 
 // Areas lists the areas in report order with their titles.
@@ -38,6 +39,7 @@ var Areas = []struct{ ID, Title string }{
 	{AreaOperatorHealth, "Operator health"},
 	{AreaSecurityFloor, "Security floor"},
 	{AreaAccess, "What a container can see"},
+	{AreaAutoscaling, "Autoscaled pools"},
 	{AreaPendingExplained, "Pending is a pool-contract bug"},
 	{AreaDRA, "GPUs through DRA"},
 	{AreaExploration, "Every pod a tenant can write"},

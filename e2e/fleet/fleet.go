@@ -59,6 +59,11 @@ type Metadata struct {
 // Spec lists the pools, and the images tenants run whose ENV matters.
 type Spec struct {
 	Pools []Pool `json:"pools"`
+	// AutoscaledPools are node groups an autoscaler makes: none exist when
+	// the run starts, and the candidate's NodePools decide when they come
+	// and what they carry. Kept apart from Pools, whose nodes the run
+	// creates itself.
+	AutoscaledPools []AutoscaledPool `json:"autoscaledPools,omitempty"`
 	// Images declares the ENV of images the cluster's tenants run, as
 	// their registry would tell: an image built FROM a CUDA image under a
 	// team's own name sets NVIDIA_VISIBLE_DEVICES=all, and neither
@@ -337,19 +342,26 @@ func (f *Fleet) Validate() error {
 		add("spec.pools: at least one pool is required")
 	}
 	seen := map[string]bool{}
-	for i, p := range f.Spec.Pools {
-		path := fmt.Sprintf("spec.pools[%d]", i)
-		if p.Name != "" {
-			path = fmt.Sprintf("spec.pools[%d] (%s)", i, p.Name)
+	pool := func(field string, i int, name string, perrs []error) {
+		path := fmt.Sprintf("%s[%d]", field, i)
+		if name != "" {
+			path = fmt.Sprintf("%s[%d] (%s)", field, i, name)
 		}
-		for _, e := range p.validate() {
+		for _, e := range perrs {
 			add("%s.%v", path, e)
 		}
-		if seen[p.Name] {
-			add("%s.name: duplicate pool name %q", path, p.Name)
+		if seen[name] {
+			add("%s.name: duplicate pool name %q", path, name)
 		}
-		seen[p.Name] = true
+		seen[name] = true
 	}
+	for i, p := range f.Spec.Pools {
+		pool("spec.pools", i, p.Name, p.validate())
+	}
+	for i, p := range f.Spec.AutoscaledPools {
+		pool("spec.autoscaledPools", i, p.Name, p.validate())
+	}
+	errs = append(errs, validateAutoscaledNodePools(f.Spec.AutoscaledPools)...)
 	errs = append(errs, validateImages(f.Spec.Images)...)
 	return errors.Join(errs...)
 }

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
@@ -103,7 +104,17 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 	}
 	applier.ServerSide = r.ServerSideApply
 	applier.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
-	there, err := plan.Candidate.Existing(ctx, applier, LabelRun)
+	// A NodePool applied where a real autoscaler runs would buy real
+	// machines: the candidate's autoscaler objects stay out.
+	cand, held := plan.Candidate.Without(func(o candidate.Object) bool { return autoscaler.Owns(o.GroupVersionKind().Group) })
+	if len(held) > 0 {
+		var names []string
+		for _, o := range held {
+			names = append(names, o.Where())
+		}
+		r.Log("candidate %s: %d autoscaler objects not installed in %s, a cluster gpupool did not make (a real autoscaler would act on them): %s", plan.Candidate.Name, len(held), c.Name, strings.Join(names, "; "))
+	}
+	there, err := cand.Existing(ctx, applier, LabelRun)
 	if err != nil {
 		return r, err
 	}
@@ -131,10 +142,10 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 		return r, err
 	}
 	start = time.Now()
-	if _, err := plan.Candidate.Install(ctx, applier); err != nil {
+	if _, err := cand.Install(ctx, applier); err != nil {
 		return r, err
 	}
-	r.Log("candidate %s: %d objects applied in %s, labelled %s=%s", plan.Candidate.Name, len(plan.Candidate.Objects), time.Since(start).Round(time.Millisecond), LabelRun, RunID())
+	r.Log("candidate %s: %d objects applied in %s, labelled %s=%s", plan.Candidate.Name, len(cand.Objects), time.Since(start).Round(time.Millisecond), LabelRun, RunID())
 	took, err := barrier.Await(ctx, r.Client, metav1.NamespaceSystem)
 	if err != nil {
 		return r, err

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
@@ -73,6 +74,10 @@ type Run struct {
 	// nodes disruptive checks may change (none: every node of the pool).
 	DisruptiveNodes []string
 	kwok            *cluster.KwokProcess
+	// karpenter and the cloud run while the run does, when the fleet has
+	// autoscaled pools on a cluster gpupool made.
+	karpenter *autoscaler.Karpenter
+	stopCloud context.CancelFunc
 }
 
 // UpOptions tune bring-up; the zero value suits the contract suites.
@@ -102,6 +107,8 @@ type UpOptions struct {
 // Stop ends what the run started in this process (the fakegpu controller).
 // The cluster itself is the provider's to remove.
 func (r *Run) Stop() {
+	// The autoscaler first: nothing makes nodes while the rest stops.
+	r.stopAutoscaler()
 	if r.stop != nil {
 		r.stop()
 	}
@@ -232,6 +239,13 @@ func (r *Run) Provision(ctx context.Context) error {
 		return err
 	}
 	r.Log("GPU Operator ClusterPolicy CRD installed in %s", time.Since(start).Round(time.Millisecond))
+	if r.autoscaling() {
+		start = time.Now()
+		if err := r.installAutoscalerCRDs(ctx, applier); err != nil {
+			return err
+		}
+		r.Log("Karpenter's CRDs installed in %s", time.Since(start).Round(time.Millisecond))
+	}
 	if img := r.Cluster.Images["fakegpu-controller"]; img != "" {
 		// A cluster with real nodes runs the simulated stack itself, as
 		// it runs the GPU Operator.
@@ -297,6 +311,15 @@ func (r *Run) Provision(ctx context.Context) error {
 		return err
 	}
 	r.Log("simulated GPU Operator: every GPU node advertises the candidate's config after %s", time.Since(start).Round(time.Millisecond))
+	if pools := r.Fleet.Autoscaled(); len(pools) > 0 {
+		if r.GPUStack == nil {
+			// kind runs the stack in the cluster; Karpenter beside it
+			// is not wired yet, so its autoscaling checks do not run.
+			r.Log("autoscaled pools: no autoscaler on %s (Karpenter runs beside the embedded cluster only, so far); its NodePools stay unused", r.Cluster.Name)
+			return nil
+		}
+		return r.startAutoscaler(ctx)
+	}
 	return nil
 }
 

@@ -23,12 +23,39 @@ import (
 //     lacks (or cannot load) advertises no GPU; a key no pool selects
 //     configures nothing;
 //   - a trust domain no namespace of the candidate belongs to has no
-//     tenant whose pods may use it.
+//     tenant whose pods may use it;
+//   - an autoscaled pool whose NodePool the candidate lacks never gets a
+//     node, and a NodePool no autoscaled pool names makes nodes no check
+//     holds to a design.
 func Review(pl *Plan) []string {
 	var out []string
 	out = append(out, reviewPolicies(pl)...)
 	out = append(out, reviewDevicePluginKeys(pl)...)
 	out = append(out, reviewTrustDomains(pl)...)
+	out = append(out, reviewNodePools(pl)...)
+	return out
+}
+
+func reviewNodePools(pl *Plan) []string {
+	nodePools := map[string]string{} // name → where
+	for _, o := range pl.Candidate.Objects {
+		if o.GroupVersionKind().Group == "karpenter.sh" && o.GetKind() == "NodePool" {
+			nodePools[o.GetName()] = o.Where()
+		}
+	}
+	var out []string
+	named := map[string]bool{}
+	for _, p := range pl.Fleet.Autoscaled() {
+		named[p.NodePool] = true
+		if _, ok := nodePools[p.NodePool]; !ok {
+			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is scaled by NodePool %s, which the candidate lacks: its pods stay Pending, as no NodePool makes a node for them", pl.Fleet.File, p.Name, p.NodePool))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(nodePools)) {
+		if !named[name] {
+			out = append(out, fmt.Sprintf("%s: no autoscaled pool of fleet %s names NodePool %s: the nodes it makes are held to no pool's design", nodePools[name], pl.Fleet.File, name))
+		}
+	}
 	return out
 }
 

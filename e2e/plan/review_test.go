@@ -31,6 +31,11 @@ func TestReview(t *testing.T) {
 	pl.Candidate.Objects = slices.DeleteFunc(pl.Candidate.Objects, func(o candidate.Object) bool {
 		return o.GetKind() == "ValidatingAdmissionPolicy" && o.GetName() == "gpu-pool-contract"
 	})
+	for _, o := range pl.Candidate.Objects {
+		if o.GetKind() == "NodePool" {
+			o.SetName("gpu-burst") // renamed: the fleet's pool names another
+		}
+	}
 	any := pl.Stack.DevicePlugin[pl.Stack.Policy.DevicePluginDefault]
 	for k := range pl.Stack.DevicePlugin {
 		delete(pl.Stack.DevicePlugin, k)
@@ -43,6 +48,8 @@ func TestReview(t *testing.T) {
 		`pool gpu-l4-shared: its nodes select device-plugin config "l4-timeslice-4" (nvidia.com/device-plugin.config), and the device plugin will not start there (specified config l4-timeslice-4 does not exist`,
 		"data[any]: no pool of fleet reference selects this key",
 		"pool gpu-l4-shared, trust domain tenant-a: no namespace of the candidate is labelled trust=tenant-a",
+		"autoscaled pool gpu-h100-burst is scaled by NodePool gpu-h100-burst, which the candidate lacks: its pods stay Pending",
+		"80-autoscaling.yaml (document 2, NodePool gpu-burst): no autoscaled pool of fleet",
 	} {
 		assert.Contains(t, got, want)
 	}

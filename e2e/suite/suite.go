@@ -19,6 +19,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
+
+	"github.com/gpupool/gpupool/e2e/netns"
 )
 
 // Suite is one suite package: its checks as tests, and the env funcs it
@@ -65,7 +67,14 @@ func New(testenv *env.Environment, funcs Funcs, tests ...func(*testing.T)) *Suit
 // GoTest is a suite package's TestMain body under go test. The m go test
 // hands over holds no tests (they are not in _test.go files); the suite's
 // own list runs instead, exactly as the gpupool binary runs it.
-func GoTest(_ *testing.M, s *Suite) { os.Exit(s.run()) }
+func GoTest(_ *testing.M, s *Suite) {
+	// The test binary, like gpupool, starts the network namespace the
+	// autoscaler runs in (e2e/netns) when it brings a cluster up itself.
+	if len(os.Args) > 1 && os.Args[1] == netns.Arg {
+		os.Exit(netns.Main(os.Args[2:]))
+	}
+	os.Exit(s.run())
+}
 
 // RunLinked runs the suite inside the gpupool binary with go test's flags
 // (args, e.g. -test.v=test2json -test.run X) and returns the exit code.

@@ -1,0 +1,76 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package autoscaler
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+func cloudOf(t *testing.T) *Cloud {
+	t.Helper()
+	f := &fleet.Fleet{Spec: fleet.Spec{AutoscaledPools: []fleet.AutoscaledPool{
+		{Pool: fleet.Pool{Name: "h100-burst", SKU: "h100-80gb", GPUsPerNode: 8}, NodePool: "np-h100", MaxNodes: 2},
+		{Pool: fleet.Pool{Name: "l4-dra", SKU: "l4", GPUsPerNode: 1, DRA: &fleet.DRA{Mode: "gpu"}}, NodePool: "np-l4", MaxNodes: 2},
+	}}}
+	c, err := NewCloud(f)
+	require.NoError(t, err)
+	return c
+}
+
+func karpenterNode(instanceType, nodePool string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-x", Labels: map[string]string{
+		LabelInstanceType: instanceType, LabelNodePool: nodePool}, Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+}
+
+// A node is the machine its instance type is, and joins the pool whose
+// NodePool made it; the pool's labels and taints stay the NodePool's.
+func TestTakeOverGivesTheInstanceTypesHardware(t *testing.T) {
+	c := cloudOf(t)
+	assert.Equal(t, []string{"sim-h100-80gb-x8", "sim-l4-x1"}, []string{c.InstanceTypes()[0].Name, c.InstanceTypes()[1].Name})
+
+	labels, ann, ok := c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-h100"))
+	require.True(t, ok)
+	assert.Equal(t, map[string]string{fleet.LabelManagedBy: fleet.ManagedBy, fleet.LabelPool: "h100-burst"}, labels)
+	assert.Equal(t, "h100-80gb", ann[fakegpu.AnnotationSKU])
+	assert.Equal(t, "8", ann[fakegpu.AnnotationGPUs])
+	assert.NotContains(t, ann, fakegpu.AnnotationDRA)
+
+	// The DRA pool's driver, on the machine the NodePool was allowed.
+	labels, ann, ok = c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-l4"))
+	require.True(t, ok)
+	assert.Equal(t, "l4-dra", labels[fleet.LabelPool])
+	assert.Equal(t, "h100-80gb", ann[fakegpu.AnnotationSKU], "the hardware follows the instance type")
+	assert.Equal(t, "gpu", ann[fakegpu.AnnotationDRA])
+
+	// A NodePool the fleet does not know still gets real hardware, in no pool.
+	labels, _, ok = c.TakeOver(karpenterNode("sim-l4-x1", "someone-elses"))
+	require.True(t, ok)
+	assert.NotContains(t, labels, fleet.LabelPool)
+
+	// Not the cloud's machine, or not made by Karpenter: left alone.
+	_, _, ok = c.TakeOver(karpenterNode("m5.large", "np-h100"))
+	assert.False(t, ok)
+	_, _, ok = c.TakeOver(karpenterNode("sim-l4-x1", ""))
+	assert.False(t, ok)
+
+	// Taken over once: nothing more to patch.
+	n := karpenterNode("sim-h100-80gb-x8", "np-h100")
+	labels, ann, _ = c.TakeOver(n)
+	for k, v := range labels {
+		n.Labels[k] = v
+	}
+	for k, v := range ann {
+		n.Annotations[k] = v
+	}
+	_, _, ok = c.TakeOver(n)
+	assert.False(t, ok)
+}

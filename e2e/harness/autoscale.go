@@ -1,0 +1,130 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupool/gpupool/e2e/autoscaler"
+	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/wait"
+)
+
+// autoscaling reports whether the run needs the autoscaler's API: the
+// fleet has autoscaled pools, or the candidate carries NodePools.
+func (r *Run) autoscaling() bool {
+	if len(r.Fleet.Autoscaled()) > 0 {
+		return true
+	}
+	for _, o := range r.Candidate.Objects {
+		if autoscaler.Owns(o.GroupVersionKind().Group) {
+			return true
+		}
+	}
+	return false
+}
+
+// installAutoscalerCRDs applies Karpenter's CRDs as its pinned release
+// ships them, so the candidate's NodePools are checked against the real
+// schema, and waits until each is served.
+func (r *Run) installAutoscalerCRDs(ctx context.Context, a *candidate.Applier) error {
+	crds, err := autoscaler.CRDs()
+	if err != nil {
+		return err
+	}
+	var names []string
+	for i, u := range crds {
+		where := fmt.Sprintf("%s@%s", upstream.KarpenterModule, upstream.KarpenterVersion())
+		if _, err := a.Apply(ctx, candidate.Object{Unstructured: u, File: where, Doc: i + 1}); err != nil {
+			return fmt.Errorf("installing %s from %s: %w", u.GetName(), where, err)
+		}
+		names = append(names, u.GetName())
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return err
+	}
+	res := dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	return wait.For(ctx, "Karpenter's CRDs Established", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, name := range names {
+			obj, err := res.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				left = append(left, name+" ("+err.Error()+")")
+				continue
+			}
+			var crd apiextv1.CustomResourceDefinition
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd); err != nil {
+				return false, "", err
+			}
+			established := false
+			for _, c := range crd.Status.Conditions {
+				established = established || (c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue)
+			}
+			if !established {
+				left = append(left, name)
+			}
+		}
+		return len(left) == 0, "not yet: " + strings.Join(left, ", "), nil
+	})
+}
+
+// startAutoscaler runs Karpenter against the cluster, selling the fleet's
+// instance types, and the cloud that hands each node it makes to the
+// simulated NVIDIA stack. Stop ends both.
+func (r *Run) startAutoscaler(ctx context.Context) error {
+	cloud, err := autoscaler.NewCloud(r.Fleet)
+	if err != nil {
+		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	cctx, cancel := context.WithCancel(context.Background())
+	if err := cloud.Run(cctx, r.Client, func(err error) { r.Log("%v", err) }); err != nil {
+		cancel()
+		return err
+	}
+	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes()})
+	if err != nil {
+		cancel()
+		return err
+	}
+	r.karpenter, r.stopCloud = k, cancel
+	var names []string
+	for _, it := range cloud.InstanceTypes() {
+		names = append(names, it.Name)
+	}
+	r.Log("autoscaler: Karpenter %s started in %s, the cloud selling %s", upstream.KarpenterVersion(), time.Since(start).Round(time.Millisecond), strings.Join(names, ", "))
+	return nil
+}
+
+// stopAutoscaler ends Karpenter and the cloud. What Karpenter made stays
+// for the cluster's removal (embedded), or for RemoveOwned.
+func (r *Run) stopAutoscaler() {
+	if r.karpenter != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := r.karpenter.Stop(ctx); err != nil {
+			r.Log("stopping Karpenter: %v", err)
+		}
+		r.karpenter = nil
+	}
+	if r.stopCloud != nil {
+		r.stopCloud()
+		r.stopCloud = nil
+	}
+}

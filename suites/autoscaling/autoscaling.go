@@ -1,0 +1,169 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package autoscaling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/autoscaler"
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/fakegpu"
+)
+
+// scaleUpTimeout bounds a scale-up on the embedded cluster: Karpenter
+// batches Pending pods for up to 10 s before it launches (its
+// --batch-max-duration), then the node registers and the stack takes it
+// over; about 3 s in all here.
+const scaleUpTimeout = 2 * time.Minute
+
+func TestPendingPodScalesItsOwnPool(t *testing.T) {
+	c := checks.AutoscalingScalesItsOwnPool
+	f := suite.Feature(c).
+		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			if len(r.Fleet.Autoscaled()) == 0 {
+				t.Skipf("fleet %s has no autoscaled pool", r.Fleet.Metadata.Name)
+			}
+			for _, p := range r.Fleet.Autoscaled() {
+				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, p.Name+"-scales")
+				if err != nil {
+					t.Fatal(err)
+				}
+				created, err := expect.Admitted(ctx, r.Client, pod)
+				if err != nil {
+					t.Fatalf("a well-formed GPU pod of autoscaled pool %s: %v", p.Name, err)
+				}
+				start := time.Now()
+				node, err := scaledUp(ctx, r.Client, created, p)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				t.Logf("pool %s: pod %s ran on node %s %s after it was created", p.Name, created.Name, node.Name, time.Since(start).Round(100*time.Millisecond))
+				for _, problem := range nodeProblems(node, p) {
+					t.Errorf("pool %s: pod %s ran on node %s, which %s", p.Name, created.Name, node.Name, problem)
+				}
+				// Its node is left to the autoscaler to remove, in the
+				// background of the later checks (about 45 s:
+				// autoscaler-facts §5).
+				if err := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// scaledUp waits for the pod to run on a node with its GPU, and returns
+// the node. It does not take an Unschedulable verdict as final: that is
+// what the autoscaler answers.
+func scaledUp(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
+	var node *corev1.Node
+	what := fmt.Sprintf("pod %s/%s of autoscaled pool %s to run on a node the autoscaler made, with its GPU", pod.Namespace, pod.Name, p.Name)
+	err := wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
+		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		seen := expect.Describe(got)
+		if got.Spec.NodeName == "" {
+			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p), nil
+		}
+		if why := got.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
+			return false, "", fmt.Errorf("pod %s/%s on node %s was allocated devices it cannot use: %s", got.Namespace, got.Name, got.Spec.NodeName, why)
+		}
+		if got.Status.Phase != corev1.PodRunning || got.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
+			return false, fmt.Sprintf("on node %s: %s", got.Spec.NodeName, seen), nil
+		}
+		node, err = cs.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})
+		return err == nil, "", err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expected the autoscaler to make a node of pool %s (NodePool %s) for its Pending GPU pod: %w", p.Name, p.NodePool, err)
+	}
+	return node, nil
+}
+
+// nodeProblems says how a node the pod ran on falls short of the pool's
+// design: made by another NodePool, another machine, or without the
+// pool's labels and taints (a node without its pool's taint takes pods
+// that must not land on GPUs).
+func nodeProblems(n *corev1.Node, p fleet.AutoscaledPool) []string {
+	var out []string
+	if got := n.Labels[autoscaler.LabelNodePool]; got != p.NodePool {
+		out = append(out, fmt.Sprintf("NodePool %q made, not the pool's %s", got, p.NodePool))
+	}
+	if got := n.Annotations[fakegpu.AnnotationSKU]; got != p.SKU {
+		out = append(out, fmt.Sprintf("is a %s machine (instance type %s), not the pool's %s", orNone(got), n.Labels[autoscaler.LabelInstanceType], p.SKU))
+	}
+	var missing []string
+	for k, v := range p.Labels {
+		if n.Labels[k] != v {
+			missing = append(missing, k+"="+v)
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		out = append(out, "lacks the pool's labels "+strings.Join(missing, ", "))
+	}
+	missing = nil
+	for _, want := range p.Taints {
+		found := false
+		for _, have := range n.Spec.Taints {
+			found = found || (have.Key == want.Key && have.Value == want.Value && have.Effect == want.Effect)
+		}
+		if !found {
+			missing = append(missing, fmt.Sprintf("%s=%s:%s", want.Key, want.Value, want.Effect))
+		}
+	}
+	if len(missing) > 0 {
+		out = append(out, "lacks the pool's taints "+strings.Join(missing, ", "))
+	}
+	return out
+}
+
+// scheduling is the scheduler's last word on a Pending pod.
+func scheduling(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return fmt.Sprintf("not scheduled (%s: %s)", c.Reason, c.Message)
+		}
+	}
+	return "not scheduled yet"
+}
+
+// nodesOf says what nodes the pool's NodePool has made so far.
+func nodesOf(ctx context.Context, cs kubernetes.Interface, p fleet.AutoscaledPool) string {
+	l, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + p.NodePool})
+	if err != nil || len(l.Items) == 0 {
+		return "NodePool " + p.NodePool + " has made no node"
+	}
+	var names []string
+	for _, n := range l.Items {
+		names = append(names, n.Name)
+	}
+	return "NodePool " + p.NodePool + " made " + strings.Join(names, ", ")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "GPU-less"
+	}
+	return s
+}

@@ -1,0 +1,21 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+// Package autoscaling checks the autoscaled pools of the GPU pool
+// contract: a real Karpenter makes their nodes from the candidate's
+// NodePools, and the simulated NVIDIA stack takes each over.
+package autoscaling
+
+import (
+	"sigs.k8s.io/e2e-framework/pkg/env"
+
+	"github.com/gpupool/gpupool/e2e/suite"
+)
+
+var testenv env.Environment
+
+// Suite is this package's checks; main_test.go runs it under go test, and
+// the gpupool binary links it.
+var Suite = suite.New(&testenv, suite.Funcs{},
+	TestPendingPodScalesItsOwnPool,
+)
