@@ -4,12 +4,16 @@
 package autoscaler
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -73,4 +77,31 @@ func TestTakeOverGivesTheInstanceTypesHardware(t *testing.T) {
 	}
 	_, _, ok = c.TakeOver(n)
 	assert.False(t, ok)
+}
+
+// The reference's NodePool, as explain reads it: its nodes' labels and
+// taints, the one machine it may buy, its limit.
+func TestExplainedNodePoolOfTheReference(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/candidates/reference/80-autoscaling.yaml")
+	require.NoError(t, err)
+	var np *unstructured.Unstructured
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+		if u.GetKind() == "NodePool" {
+			np = u
+		}
+	}
+	require.NotNil(t, np)
+	c := cloudOf(t)
+	got, err := ExplainedNodePool(np, c.InstanceTypes())
+	require.NoError(t, err)
+	assert.Equal(t, "gpu-h100-burst", got.Name)
+	assert.Equal(t, "h100-burst", got.Labels["sku"])
+	assert.Equal(t, "sim-h100-80gb-x8", got.Labels[LabelInstanceType])
+	require.Len(t, got.Offers, 1, "only the instance type its requirement allows, of %d", len(c.InstanceTypes()))
+	assert.Equal(t, "sim-h100-80gb-x8", got.Offers[0].InstanceType)
+	q := got.Limits["nvidia.com/gpu"]
+	assert.Equal(t, int64(16), q.Value())
+	assert.Len(t, got.Taints, 2)
 }

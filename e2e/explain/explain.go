@@ -64,6 +64,8 @@ type Cluster struct {
 	Pods []corev1.Pod
 	// DRA is what DRA drivers offer and claims hold (nil: no DRA).
 	DRA *DRA
+	// NodePools are the autoscaler's node groups (none: no autoscaler).
+	NodePools []NodePool
 }
 
 // GPURequests is what the scheduler counts the pod as holding of each
@@ -110,7 +112,9 @@ func withDefaultRequests(p *corev1.Pod) *corev1.Pod {
 	return p
 }
 
-// Pod explains why pod is not scheduled.
+// Pod explains why pod is not scheduled. Where no node takes it, the
+// autoscaler's answer comes first: a node is coming, or the NodePool that
+// would make it is at its limit.
 func Pod(pod *corev1.Pod, c Cluster) Reason {
 	req := Requests(pod, resourcePrefix, ImplicitClassPrefix)
 	for r, n := range c.DRA.claimRequests(pod) {
@@ -119,6 +123,22 @@ func Pod(pod *corev1.Pod, c Cluster) Reason {
 	if len(req) == 0 {
 		return Reason{Unexplained, "not a GPU pod: its Pending state is outside the GPU pool contract"}
 	}
+	r := onNodes(pod, req, c)
+	if r.Category == Unexplained || r.Category == ClassFails {
+		return r // a node would take it, or no node can be allocated for
+	}
+	auto, ok, why := c.autoscale(pod, req)
+	switch {
+	case ok:
+		return auto
+	case (r.Category == NoPoolAdvertises || r.Category == NoMatchingPool) && why != "":
+		r.Message += "; " + why
+	}
+	return r
+}
+
+// onNodes explains a Pending GPU pod by the nodes there are.
+func onNodes(pod *corev1.Pod, req map[string]int64, c Cluster) Reason {
 	names := sortedKeys(req)
 
 	// A class whose selector fails to evaluate stops the scheduler's

@@ -12,8 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/explain"
@@ -68,7 +70,11 @@ func TestPendingExplainedByContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cluster := explain.Cluster{Nodes: nodes.Items, Pods: all.Items, DRA: dra}
+			nodePools, err := autoscaledNodePools(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cluster := explain.Cluster{Nodes: nodes.Items, Pods: all.Items, DRA: dra, NodePools: nodePools}
 			pending := 0
 			for i := range all.Items {
 				p := &all.Items[i]
@@ -194,4 +200,18 @@ func otherClassPods(ctx context.Context, t *testing.T, r *harness.Run, check str
 		pods = append(pods, claim.Pod, implicit.Pod)
 	}
 	return pods
+}
+
+// autoscaledNodePools are the cluster's NodePools as explain reads them,
+// with the machines the run's simulated cloud sells.
+func autoscaledNodePools(ctx context.Context, r *harness.Run) ([]explain.NodePool, error) {
+	cloud, err := autoscaler.NewCloud(r.Fleet)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return nil, err
+	}
+	return autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
 }

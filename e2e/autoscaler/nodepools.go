@@ -1,0 +1,119 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package autoscaler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/gpupool/gpupool/e2e/explain"
+)
+
+// NodePoolResource is Karpenter's NodePool API.
+var NodePoolResource = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "nodepools"}
+
+// nodePool is the part of a Karpenter NodePool (karpenter.sh/v1) an
+// explanation reads.
+type nodePool struct {
+	Metadata metav1.ObjectMeta `json:"metadata"`
+	Spec     struct {
+		Limits   corev1.ResourceList `json:"limits"`
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				Taints       []corev1.Taint `json:"taints"`
+				Requirements []struct {
+					Key      string   `json:"key"`
+					Operator string   `json:"operator"`
+					Values   []string `json:"values"`
+				} `json:"requirements"`
+			} `json:"spec"`
+		} `json:"template"`
+	} `json:"spec"`
+	Status struct {
+		Resources corev1.ResourceList `json:"resources"`
+	} `json:"status"`
+}
+
+// NodePools reads the cluster's Karpenter NodePools as explain sees them,
+// with the machines each may buy from types (the simulated cloud's
+// instance types): those its node.kubernetes.io/instance-type requirement
+// allows. None where Karpenter's API is not served.
+func NodePools(ctx context.Context, dyn dynamic.Interface, types []InstanceType) ([]explain.NodePool, error) {
+	list, err := dyn.Resource(NodePoolResource).List(ctx, metav1.ListOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing NodePools: %w", err)
+	}
+	var out []explain.NodePool
+	for _, item := range list.Items {
+		np, err := ExplainedNodePool(&item, types)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, np)
+	}
+	return out, nil
+}
+
+// ExplainedNodePool is one NodePool as explain sees it.
+func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (explain.NodePool, error) {
+	raw, err := json.Marshal(u.Object)
+	if err != nil {
+		return explain.NodePool{}, err
+	}
+	var np nodePool
+	if err := json.Unmarshal(raw, &np); err != nil {
+		return explain.NodePool{}, fmt.Errorf("NodePool %s: %w", u.GetName(), err)
+	}
+	out := explain.NodePool{Name: np.Metadata.Name, Labels: map[string]string{}, Taints: np.Spec.Template.Spec.Taints,
+		Limits: np.Spec.Limits, InUse: np.Status.Resources}
+	for k, v := range np.Spec.Template.Metadata.Labels {
+		out.Labels[k] = v
+	}
+	allowed := func(string) bool { return true }
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.Operator == "In" && len(r.Values) == 1 {
+			out.Labels[r.Key] = r.Values[0] // a single-value In is a label of its nodes (autoscaler-facts §4.3)
+		}
+		if r.Key == LabelInstanceType {
+			values, op := r.Values, r.Operator
+			prev := allowed
+			allowed = func(name string) bool {
+				in := slices.Contains(values, name)
+				return prev(name) && ((op == "In" && in) || (op == "NotIn" && !in) || (op != "In" && op != "NotIn"))
+			}
+		}
+	}
+	for _, it := range types {
+		if !allowed(it.Name) {
+			continue
+		}
+		res := corev1.ResourceList{}
+		for name, v := range it.Resources {
+			q, err := resource.ParseQuantity(v)
+			if err != nil {
+				return explain.NodePool{}, fmt.Errorf("instance type %s: %s: %w", it.Name, name, err)
+			}
+			res[corev1.ResourceName(name)] = q
+		}
+		out.Offers = append(out.Offers, explain.Offer{InstanceType: it.Name, Resources: res})
+	}
+	return out, nil
+}

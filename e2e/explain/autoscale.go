@@ -1,0 +1,144 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Categories a Pending pod has in the autoscaler's terms.
+const (
+	NodeComing      = "node-coming"
+	NodePoolAtLimit = "nodepool-at-limit"
+)
+
+func init() {
+	described[NodeComing] = "a node is coming: an autoscaler NodePool can make one for it"
+	described[NodePoolAtLimit] = "the NodePool that would make its node is at its limit"
+}
+
+// NodePool is what an explanation reads of an autoscaler's node group (a
+// Karpenter NodePool): what the nodes it makes carry, what the machines it
+// may buy hold, and how much more its limits allow.
+type NodePool struct {
+	Name string
+	// Labels are the labels its nodes get (the template's, and its
+	// single-value requirements).
+	Labels map[string]string
+	Taints []corev1.Taint
+	// Offers are the resources of each instance type it may buy, as the
+	// cloud lists them: what the autoscaler knows a node will have
+	// (autoscaler-facts §3.3).
+	Offers []Offer
+	// Limits bound the sum of its nodes' resources; InUse is that sum now
+	// (the NodePool's status.resources).
+	Limits, InUse corev1.ResourceList
+}
+
+// Offer is one instance type a NodePool may buy.
+type Offer struct {
+	InstanceType string
+	Resources    corev1.ResourceList
+}
+
+// autoscale says what the cluster's autoscaler does for a Pending pod
+// asking req: a NodePool whose nodes the pod would take makes one with
+// room for it (the node is coming), or would but its limit is reached.
+// ok is false when no NodePool's nodes would take the pod at all; when
+// some would but no machine it may buy lists what the pod asks, why says
+// so, for the explanation of a resource no node advertises.
+func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
+	var atLimit, lacking []string
+	for _, np := range c.NodePools {
+		if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(np.Labels)) {
+			continue
+		}
+		if _, tolerated := untolerated(pod, &corev1.Node{Spec: corev1.NodeSpec{Taints: np.Taints}}); !tolerated {
+			continue
+		}
+		var offered []string
+		for _, o := range np.Offers {
+			if !holds(o.Resources, req) {
+				offered = append(offered, fmt.Sprintf("%s (%s)", o.InstanceType, gpuResources(o.Resources)))
+				continue
+			}
+			if name, over := np.overLimit(o.Resources); over {
+				atLimit = append(atLimit, fmt.Sprintf("NodePool %s: one more %s would take %s past its limit of %s (in use: %s)",
+					np.Name, o.InstanceType, name, quantityString(np.Limits, name), quantityString(np.InUse, name)))
+				continue
+			}
+			return Reason{NodeComing, fmt.Sprintf("NodePool %s can make a node for it (instance type %s): the autoscaler is expected to bring one", np.Name, o.InstanceType)}, true, ""
+		}
+		if len(offered) > 0 {
+			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the machines it may buy list %s, not what it asks (%s): an autoscaler knows only what an instance type lists",
+				np.Name, strings.Join(offered, ", "), asks(req)))
+		}
+	}
+	if len(atLimit) > 0 {
+		return Reason{NodePoolAtLimit, summarize(uniq(atLimit))}, true, ""
+	}
+	return Reason{}, false, summarize(lacking)
+}
+
+// holds reports whether a machine's resources cover every request.
+func holds(l corev1.ResourceList, req map[string]int64) bool {
+	for r, n := range req {
+		if quantity(l, r) < n {
+			return false
+		}
+	}
+	return true
+}
+
+// overLimit reports a limited resource one more node of these resources
+// would take past the NodePool's limit.
+func (np NodePool) overLimit(node corev1.ResourceList) (string, bool) {
+	for name, lim := range np.Limits {
+		add, ok := node[name]
+		if !ok {
+			continue
+		}
+		used := np.InUse[name]
+		used.Add(add)
+		if used.Cmp(lim) > 0 {
+			return string(name), true
+		}
+	}
+	return "", false
+}
+
+func quantityString(l corev1.ResourceList, name string) string {
+	q, ok := l[corev1.ResourceName(name)]
+	if !ok {
+		return "0"
+	}
+	return q.String()
+}
+
+func gpuResources(l corev1.ResourceList) string {
+	var out []string
+	for name, q := range l {
+		if strings.HasPrefix(string(name), resourcePrefix) {
+			out = append(out, fmt.Sprintf("%s %s", name, q.String()))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "no GPU"
+	}
+	return strings.Join(out, ", ")
+}
+
+func asks(req map[string]int64) string {
+	var out []string
+	for _, r := range sortedKeys(req) {
+		out = append(out, fmt.Sprintf("%s %d", r, req[r]))
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,68 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package explain
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func burstPool(inUseGPUs int64) NodePool {
+	gpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	return NodePool{
+		Name:   "gpu-h100-burst",
+		Labels: map[string]string{"sku": "h100-burst"},
+		Taints: []corev1.Taint{{Key: "sku", Value: "h100-burst", Effect: corev1.TaintEffectNoSchedule}},
+		Offers: []Offer{{InstanceType: "sim-h100-80gb-x8", Resources: gpus(8)}},
+		Limits: gpus(16), InUse: gpus(inUseGPUs),
+	}
+}
+
+func burstPod(resource string) corev1.Pod {
+	p := gpuPod("wants", "", 0, 0)
+	p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceName(resource): *resourceQ(1)}
+	p.Spec.NodeSelector = map[string]string{"sku": "h100-burst"}
+	p.Spec.Tolerations = []corev1.Toleration{{Key: "sku", Operator: corev1.TolerationOpEqual, Value: "h100-burst", Effect: corev1.TaintEffectNoSchedule}}
+	return p
+}
+
+func resourceQ(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+// A Pending pod of an autoscaled pool at zero nodes is explained in the
+// autoscaler's terms: its node is coming, the NodePool is at its limit,
+// or no machine the NodePool may buy lists what it asks (the gotcha of
+// scale from zero: autoscaler-facts §3.3).
+func TestPendingInTheAutoscalersTerms(t *testing.T) {
+	fixed := []corev1.Node{gpuNode("h100-0", 8, 8)} // another pool, which the pod does not select
+	fixed[0].Labels["sku"] = "h100"
+
+	pod := burstPod("nvidia.com/gpu")
+	got := Pod(&pod, Cluster{Nodes: fixed, NodePools: []NodePool{burstPool(0)}})
+	assert.Equal(t, NodeComing, got.Category, got.String())
+	assert.Contains(t, got.Message, "NodePool gpu-h100-burst can make a node for it (instance type sim-h100-80gb-x8)")
+
+	got = Pod(&pod, Cluster{Nodes: fixed, NodePools: []NodePool{burstPool(16)}})
+	assert.Equal(t, NodePoolAtLimit, got.Category, got.String())
+	assert.Contains(t, got.Message, "one more sim-h100-80gb-x8 would take nvidia.com/gpu past its limit of 16 (in use: 16)")
+
+	mig := burstPod("nvidia.com/mig-1g.10gb")
+	got = Pod(&mig, Cluster{Nodes: fixed, NodePools: []NodePool{burstPool(0)}})
+	assert.Equal(t, NoPoolAdvertises, got.Category, got.String())
+	assert.Contains(t, got.Message, "NodePool gpu-h100-burst's nodes would take it, but the machines it may buy list sim-h100-80gb-x8 (nvidia.com/gpu 8), not what it asks (nvidia.com/mig-1g.10gb 1)")
+
+	// A pod that does not tolerate the NodePool's taint scales nothing.
+	untol := burstPod("nvidia.com/gpu")
+	untol.Spec.Tolerations = nil
+	got = Pod(&untol, Cluster{Nodes: fixed, NodePools: []NodePool{burstPool(0)}})
+	assert.Equal(t, NoMatchingPool, got.Category, got.String())
+
+	// Without NodePools, the explanation is the nodes' alone.
+	got = Pod(&pod, Cluster{Nodes: fixed})
+	assert.Equal(t, NoMatchingPool, got.Category, got.String())
+}
