@@ -97,6 +97,6 @@ var AIRequirements = []AIRequirement{
 		// type scale up on Pending pods that request it (access §7.4).
 		// Scale-up only so far; scale-down is not yet a check
 		// (docs/autoscaling.md).
-		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool"},
+		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool", "autoscaling.pool-limit-holds"},
 	},
 }

@@ -225,6 +225,10 @@ var (
 		ID: "autoscaling.pending-pod-scales-its-own-pool", Area: AreaAutoscaling, Provider: "embedded",
 		Rule: "A Pending GPU pod of an autoscaled pool at zero nodes gets, in bounded time, a node the pool's own NodePool makes: the machine of the pool's SKU, with the pool's labels and taints, and the pod runs there with its GPU.",
 	})
+	AutoscalingLimitHolds = Register(Check{
+		ID: "autoscaling.pool-limit-holds", Area: AreaAutoscaling, Provider: "embedded",
+		Rule: "An autoscaled pool grows to its designed maxNodes and no further: with that many nodes full, one more pod of the pool stays Pending, the autoscaler says its NodePool is at its limit, gpupool explain says so too, and no node of another pool takes the pod.",
+	})
 )
 
 // ExploreNoGPUWithoutAllocation tries what a container can see over the

@@ -36,10 +36,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			if len(r.Fleet.Autoscaled()) == 0 {
-				t.Skipf("fleet %s has no autoscaled pool", r.Fleet.Metadata.Name)
-			}
-			for _, p := range r.Fleet.Autoscaled() {
+			for _, p := range autoscaled(t, r) {
 				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, p.Name+"-scales")
 				if err != nil {
 					t.Fatal(err)

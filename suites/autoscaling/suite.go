@@ -7,8 +7,12 @@
 package autoscaling
 
 import (
+	"testing"
+
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 )
 
@@ -18,4 +22,14 @@ var testenv env.Environment
 // the gpupool binary links it.
 var Suite = suite.New(&testenv, suite.Funcs{},
 	TestPendingPodScalesItsOwnPool,
+	TestPoolLimitHolds,
 )
+
+// autoscaled is the fleet's autoscaled pools; a fleet with none skips the
+// check that asks.
+func autoscaled(t *testing.T, r *harness.Run) []fleet.AutoscaledPool {
+	if len(r.Fleet.Autoscaled()) == 0 {
+		t.Skipf("fleet %s has no autoscaled pool", r.Fleet.Metadata.Name)
+	}
+	return r.Fleet.Autoscaled()
+}

@@ -1,0 +1,193 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package autoscaling
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/e2e-framework/pkg/envconf"
+
+	"github.com/gpupool/gpupool/e2e/autoscaler"
+	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/explain"
+	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/e2e/wait"
+	"github.com/gpupool/gpupool/e2e/workload"
+)
+
+// limitTimeout bounds filling an autoscaled pool to its limit: a scale-up
+// of a few nodes, and Karpenter's word on the pod past it.
+const limitTimeout = 2 * time.Minute
+
+func TestPoolLimitHolds(t *testing.T) {
+	c := checks.AutoscalingLimitHolds
+	f := suite.Feature(c).
+		Assess("pods that fill each autoscaled pool's designed nodes, and one more: the one more stays Pending at the NodePool's limit", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
+			r := suite.From(ctx)
+			for _, p := range autoscaled(t, r) {
+				if err := fillPastLimit(ctx, t, r, c.ID, p); err != nil {
+					t.Errorf("pool %s (NodePool %s, designed for at most %d nodes): %v", p.Name, p.NodePool, p.MaxNodes, err)
+				}
+			}
+			return ctx
+		}).Feature()
+	testenv.Test(t, f)
+}
+
+// fillPastLimit creates maxNodes+1 pods of the pool, each asking a whole
+// node's GPUs, and waits until maxNodes of them run and the autoscaler has
+// said the last one is past its NodePool's limit; then explain must say
+// the same.
+func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.AutoscaledPool) error {
+	res, perNode, err := r.Intended(p.Pool)
+	if err != nil {
+		return err
+	}
+	cloud, err := autoscaler.NewCloud(r.Fleet)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return err
+	}
+	ns, domain, err := suite.NamespaceFor(ctx, p.Pool)
+	if err != nil {
+		return err
+	}
+	var pods []*corev1.Pod
+	for i := 0; i <= p.MaxNodes; i++ {
+		pod := workload.New(check, ns, fmt.Sprintf("%s-fill-%d", p.Name, i)).ForPool(p.Pool, domain).GPU(res, perNode).Pod
+		got, err := expect.Admitted(ctx, r.Client, pod)
+		if err != nil {
+			return fmt.Errorf("a pod asking a whole node (%d %s): %w", perNode, res, err)
+		}
+		pods = append(pods, got)
+	}
+	var last *corev1.Pod
+	var said string
+	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", p.MaxNodes, p.Name, perNode, res)
+	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
+		var running, pending []*corev1.Pod
+		nodes := map[string]bool{}
+		for _, want := range pods {
+			got, err := r.Client.CoreV1().Pods(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, "", err
+			}
+			if got.Spec.NodeName == "" {
+				pending = append(pending, got)
+				continue
+			}
+			running = append(running, got)
+			nodes[got.Spec.NodeName] = true
+		}
+		if len(running) > p.MaxNodes {
+			return false, "", fmt.Errorf("expected the pool to stop at %d nodes, but %d of its whole-node pods were placed, on %s", p.MaxNodes, len(running), strings.Join(sortedNames(nodes), ", "))
+		}
+		seen := fmt.Sprintf("%d placed (on %s), %d Pending", len(running), strings.Join(sortedNames(nodes), ", "), len(pending))
+		if len(running) < p.MaxNodes || len(pending) == 0 {
+			return false, seen, nil
+		}
+		last = pending[0]
+		msg, err := autoscalerSays(ctx, r, last)
+		if err != nil {
+			return false, "", err
+		}
+		said = msg
+		return strings.Contains(msg, "limits"), seen + "; the autoscaler on the last: " + orNothing(msg), nil
+	})
+	if err != nil {
+		return err
+	}
+	t.Logf("pool %s: %d whole-node pods placed; pod %s Pending: %s", p.Name, p.MaxNodes, last.Name, said)
+	// explain reads the NodePool's status.resources, which Karpenter
+	// updates as its nodes register: wait for it to agree.
+	var reason explain.Reason
+	err = wait.For(ctx, "gpupool explain to call pod "+last.Name+" Pending at its NodePool's limit", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		all, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		nodePools, err := autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
+		if err != nil {
+			return false, "", err
+		}
+		got, err := r.Client.CoreV1().Pods(last.Namespace).Get(ctx, last.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if got.Spec.NodeName != "" {
+			return false, "", fmt.Errorf("expected pod %s to stay Pending at the limit, but it was placed on %s", got.Name, got.Spec.NodeName)
+		}
+		reason = explain.Pod(got, explain.Cluster{Nodes: nodes.Items, Pods: all.Items, NodePools: nodePools})
+		return reason.Category == explain.NodePoolAtLimit, reason.String(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the autoscaler said %q, but: %w", said, err)
+	}
+	for _, pod := range pods {
+		if err := r.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// autoscalerSays is the newest word of the autoscaler on a pod it could
+// not place (Karpenter's FailedScheduling event), or "".
+func autoscalerSays(ctx context.Context, r *harness.Run, p *corev1.Pod) (string, error) {
+	evs, err := r.Client.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector("involvedObject.name", p.Name),
+		fields.OneTermEqualSelector("involvedObject.uid", string(p.UID)),
+		fields.OneTermEqualSelector("reason", "FailedScheduling")).String()})
+	if err != nil {
+		return "", err
+	}
+	var newest corev1.Event
+	for _, e := range evs.Items {
+		if e.Source.Component != "karpenter" && e.ReportingController != "karpenter" {
+			continue
+		}
+		if e.LastTimestamp.After(newest.LastTimestamp.Time) || newest.Message == "" {
+			newest = e
+		}
+	}
+	return newest.Message, nil
+}
+
+func sortedNames(set map[string]bool) []string {
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return []string{"no node"}
+	}
+	return out
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "nothing yet"
+	}
+	return s
+}
