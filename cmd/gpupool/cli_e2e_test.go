@@ -359,9 +359,11 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
 	defer deadline.Stop()
+	var lines []string
 	for sc.Scan() {
 		line := sc.Text()
 		t.Log(line)
+		lines = append(lines, line)
 		if m := upRE.FindStringSubmatch(line); m != nil {
 			clusterName = m[1]
 		}
@@ -388,8 +390,18 @@ func TestInterruptedRunLeavesNothing(t *testing.T) {
 		t.Errorf("the apiserver at %s still listens after the run ended (local end %s):\n%s", apiserver, conn.LocalAddr(), ss)
 		conn.Close()
 	}
-	tmpLeft, _ := filepath.Glob(filepath.Join(cmd.Env[len(cmd.Env)-1][len("TMPDIR="):], "*"))
+	tmp := cmd.Env[len(cmd.Env)-1][len("TMPDIR="):]
+	tmpLeft, _ := filepath.Glob(filepath.Join(tmp, "*"))
 	assert.Empty(t, tmpLeft, "temp files left behind")
+	// The reference's autoscaled pool started Karpenter, its instance
+	// types in a file under TMPDIR: it is gone too.
+	assert.Contains(t, strings.Join(lines, "\n"), "autoscaler: Karpenter", "the run started no autoscaler, so this test shows nothing of its cleanup")
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(tmp)) {
+			t.Errorf("process %s still runs: %s", filepath.Base(filepath.Dir(p)), bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
 
 	// The stop is no contract failure: exit 130, the checks it cut short
 	// interrupted (JUnit <error>), none failed.
