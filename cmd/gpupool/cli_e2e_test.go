@@ -503,6 +503,8 @@ func TestKilledRunIsCleanedByTheNext(t *testing.T) {
 	_ = cmd.Wait()
 	left, _ := filepath.Glob(filepath.Join(state, "kwok", "clusters", "*"))
 	require.Len(t, left, 1, "SIGKILL cannot clean up; the cluster must still be there for this test to mean anything")
+	karpenter, _ := filepath.Glob(filepath.Join(tmp, "gpupool-kp-*"))
+	require.Len(t, karpenter, 1, "the reference's autoscaled pool runs Karpenter, whose files SIGKILL leaves")
 
 	next := exec.Command(gpupoolBin, "run", "--suites", "./suites/admission", "--out", t.TempDir())
 	next.Dir = repoRoot
@@ -513,6 +515,8 @@ func TestKilledRunIsCleanedByTheNext(t *testing.T) {
 	assertNothingLeft(t, state, "")
 	kubeconfigs, _ := filepath.Glob(filepath.Join(tmp, "kwok-cluster-*"))
 	assert.Empty(t, kubeconfigs, "the killed run's temp kubeconfig is removed with its cluster")
+	karpenter, _ = filepath.Glob(filepath.Join(tmp, "gpupool-kp-*"))
+	assert.Empty(t, karpenter, "the killed run's Karpenter files are removed with its cluster")
 }
 
 // 'gpupool down' beside a live run leaves its cluster running and says so;
@@ -674,7 +678,8 @@ func TestSignalsAtEveryPhase(t *testing.T) {
 				t.Parallel()
 				state, tmp := t.TempDir(), t.TempDir()
 				env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
-				cmd := exec.Command(gpupoolBin, "run", "--suites", "./suites/pool", "--out", t.TempDir())
+				out := t.TempDir()
+				cmd := exec.Command(gpupoolBin, "run", "--suites", "./suites/pool", "--out", out)
 				cmd.Dir, cmd.Env = repoRoot, env
 				stderr, err := cmd.StderrPipe()
 				require.NoError(t, err)
@@ -690,7 +695,11 @@ func TestSignalsAtEveryPhase(t *testing.T) {
 						break
 					}
 				}
-				require.True(t, reached, "the run never printed %q", ph.marker)
+				if !reached {
+					_ = cmd.Wait()
+					summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+					t.Fatalf("the run never printed %q; its summary: %s", ph.marker, summary)
+				}
 				require.NoError(t, cmd.Process.Signal(sig))
 				go func() {
 					for sc.Scan() {

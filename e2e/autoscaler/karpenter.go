@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/netns"
 	"github.com/gpupool/gpupool/e2e/versions"
@@ -70,6 +71,10 @@ type Options struct {
 	Server string
 	// InstanceTypes are what the cloud offers.
 	InstanceTypes []InstanceType
+	// Cluster names the cluster: Karpenter's files go to a temporary
+	// directory named for it, which removing the cluster also removes
+	// (a run killed with SIGKILL cannot).
+	Cluster string
 }
 
 // Start runs Karpenter against the cluster, in a network namespace of its
@@ -87,7 +92,9 @@ func Start(opt Options) (*Karpenter, error) {
 	if len(opt.InstanceTypes) == 0 {
 		return nil, errors.New("autoscaler: no instance types for the cloud to offer")
 	}
-	dir, err := os.MkdirTemp("", "gpupool-karpenter-")
+	// "kp": the relay's socket lives here too, and a socket's path has
+	// 107 bytes, TMPDIR included.
+	dir, err := os.MkdirTemp("", cluster.TempPrefix(opt.Cluster, "kp"))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +116,7 @@ func Start(opt Options) (*Karpenter, error) {
 		"--log-level", "error",
 	}
 	log := &tail{max: 8192}
-	p, err := netns.Start(opt.Self, u.Host, args, env, log)
+	p, err := netns.Start(opt.Self, u.Host, dir, args, env, log)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

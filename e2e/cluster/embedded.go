@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,6 +216,30 @@ func (e *Embedded) deleteCluster(ctx context.Context, name string, p *kwok.Clust
 	errs = append(errs, waitExited(ctx, procs, 30*time.Second))
 	errs = append(errs, os.RemoveAll(dir))
 	errs = append(errs, removeTempKubeconfigs("kwok", name))
+	errs = append(errs, removeTempDirs(name))
+	return errors.Join(errs...)
+}
+
+// TempPrefix starts the name of a temporary directory a run keeps for
+// cluster (for what), so that removing the cluster removes it too, also
+// after a run killed with SIGKILL. The cluster is named by a hash: a Unix
+// socket's path in it must stay under 108 bytes.
+func TempPrefix(cluster, what string) string {
+	return "gpupool-" + what + "-" + tempHash(cluster) + "-"
+}
+
+func tempHash(cluster string) string {
+	h := fnv.New32a()
+	h.Write([]byte(cluster))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+func removeTempDirs(cluster string) error {
+	var errs []error
+	left, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpupool-*-"+tempHash(cluster)+"-*"))
+	for _, d := range left {
+		errs = append(errs, os.RemoveAll(d))
+	}
 	return errors.Join(errs...)
 }
 

@@ -39,7 +39,7 @@ const Arg = "__netns"
 type Process struct {
 	cmd   *exec.Cmd
 	relay net.Listener
-	dir   string
+	dir   string // the relay's, removed at Stop ("": the caller's)
 	done  chan error
 }
 
@@ -47,22 +47,33 @@ type Process struct {
 // 127.0.0.1) reaches the same address on this machine. self is the gpupool
 // binary (os.Executable), which runs Main inside the namespace. The program
 // dies with gpupool.
-func Start(self, target string, argv []string, env []string, out io.Writer) (*Process, error) {
+//
+// The relay's socket goes in dir, the caller's to remove; with dir "", in
+// a temporary directory Stop removes.
+func Start(self, target, dir string, argv []string, env []string, out io.Writer) (*Process, error) {
 	host, _, err := net.SplitHostPort(target)
 	if err != nil || host != "127.0.0.1" {
 		return nil, fmt.Errorf("netns: target %q is not an address on 127.0.0.1", target)
 	}
-	dir, err := os.MkdirTemp("", "gpupool-netns-")
-	if err != nil {
-		return nil, err
+	own := ""
+	if dir == "" {
+		if own, err = os.MkdirTemp("", "gpupool-netns-"); err != nil {
+			return nil, err
+		}
+		dir = own
 	}
-	sock := filepath.Join(dir, "relay.sock")
+	sock := filepath.Join(dir, "s") // short: a socket path has 107 bytes
+	if len(sock) >= 108 {
+		// sun_path holds 108 bytes with its NUL.
+		removeOwn(own)
+		return nil, fmt.Errorf("netns: the relay socket's path %s is %d bytes, at most 107: set TMPDIR to a shorter directory", sock, len(sock))
+	}
 	l, err := net.Listen("unix", sock)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeOwn(own)
 		return nil, err
 	}
-	p := &Process{relay: l, dir: dir, done: make(chan error, 1)}
+	p := &Process{relay: l, dir: own, done: make(chan error, 1)}
 	go p.serve(target)
 	args := append([]string{Arg, sock, target, "--"}, argv...)
 	start := func(attr *syscall.SysProcAttr) error {
@@ -82,7 +93,7 @@ func Start(self, target string, argv []string, env []string, out io.Writer) (*Pr
 	}
 	if err != nil {
 		l.Close()
-		os.RemoveAll(dir)
+		removeOwn(own)
 		return nil, fmt.Errorf("netns: starting %s in a network namespace of its own: %w", filepath.Base(argv[0]), err)
 	}
 	go func() { p.done <- p.cmd.Wait() }()
@@ -134,12 +145,18 @@ func (p *Process) Stop(ctx context.Context, grace time.Duration) error {
 	}
 	p.done <- err
 	p.relay.Close()
-	os.RemoveAll(p.dir)
+	removeOwn(p.dir)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return nil // ended by the signal
 	}
 	return err
+}
+
+func removeOwn(dir string) {
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
 }
 
 // Main is the namespace's first process: it brings loopback up, listens on

@@ -69,7 +69,7 @@ func TestProgramReachesOnlyItsTarget(t *testing.T) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	env := append(os.Environ(), "NETNS_PROBE="+target+","+other)
-	p, err := Start(self, target, []string{self}, env, &out)
+	p, err := Start(self, target, "", []string{self}, env, &out)
 	if err != nil && strings.Contains(err.Error(), "operation not permitted") {
 		t.Skipf("no network namespaces for this user here: %v", err)
 	}
@@ -106,6 +106,6 @@ func serve(t *testing.T, body string) string {
 }
 
 func TestBadTargetIsRefused(t *testing.T) {
-	_, err := Start("/bin/true", "0.0.0.0:80", []string{"/bin/true"}, nil, io.Discard)
+	_, err := Start("/bin/true", "0.0.0.0:80", "", []string{"/bin/true"}, nil, io.Discard)
 	assert.ErrorContains(t, err, "not an address on 127.0.0.1")
 }
