@@ -55,9 +55,8 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 				for _, problem := range nodeProblems(node, p) {
 					t.Errorf("pool %s: pod %s ran on node %s, which %s", p.Name, created.Name, node.Name, problem)
 				}
-				// Its node is left to the autoscaler to remove, in the
-				// background of the later checks (about 45 s:
-				// autoscaler-facts §5).
+				// Its node is left to the autoscaler to remove (about 45
+				// s: autoscaler-facts §5); this suite runs last for that.
 				if err := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
