@@ -10,15 +10,9 @@ import (
 	"strings"
 	"time"
 
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
-
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/upstream"
-	"github.com/gpupool/gpupool/e2e/wait"
 )
 
 // autoscaling reports whether the run needs the autoscaler's API: the
@@ -43,41 +37,12 @@ func (r *Run) installAutoscalerCRDs(ctx context.Context, a *candidate.Applier) e
 	if err != nil {
 		return err
 	}
-	var names []string
+	where := fmt.Sprintf("%s@%s", upstream.KarpenterModule, upstream.KarpenterVersion())
+	var objs []candidate.Object
 	for i, u := range crds {
-		where := fmt.Sprintf("%s@%s", upstream.KarpenterModule, upstream.KarpenterVersion())
-		if _, err := a.Apply(ctx, candidate.Object{Unstructured: u, File: where, Doc: i + 1}); err != nil {
-			return fmt.Errorf("installing %s from %s: %w", u.GetName(), where, err)
-		}
-		names = append(names, u.GetName())
+		objs = append(objs, candidate.Object{Unstructured: u, File: where, Doc: i + 1})
 	}
-	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
-	if err != nil {
-		return err
-	}
-	res := dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
-	return wait.For(ctx, "Karpenter's CRDs Established", 30*time.Second, func(ctx context.Context) (bool, string, error) {
-		var left []string
-		for _, name := range names {
-			obj, err := res.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				left = append(left, name+" ("+err.Error()+")")
-				continue
-			}
-			var crd apiextv1.CustomResourceDefinition
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd); err != nil {
-				return false, "", err
-			}
-			established := false
-			for _, c := range crd.Status.Conditions {
-				established = established || (c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue)
-			}
-			if !established {
-				left = append(left, name)
-			}
-		}
-		return len(left) == 0, "not yet: " + strings.Join(left, ", "), nil
-	})
+	return r.installCRDs(ctx, a, objs)
 }
 
 // startAutoscaler runs Karpenter against the cluster, selling the fleet's

@@ -21,6 +21,8 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -436,28 +438,42 @@ func (r *Run) installUpstreamCRDs(ctx context.Context, a *candidate.Applier) err
 	if err := yaml.Unmarshal(data, &u.Object); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if _, err := a.Apply(ctx, candidate.Object{Unstructured: &u, File: path, Doc: 1}); err != nil {
-		return fmt.Errorf("installing %s: %w", path, err)
+	return r.installCRDs(ctx, a, []candidate.Object{{Unstructured: &u, File: path, Doc: 1}})
+}
+
+// installCRDs applies CRDs and waits until every one is Established, so
+// the objects of their kinds that follow are served.
+func (r *Run) installCRDs(ctx context.Context, a *candidate.Applier, crds []candidate.Object) error {
+	var names []string
+	for _, o := range crds {
+		if _, err := a.Apply(ctx, o); err != nil {
+			return fmt.Errorf("installing %s: %w", o.Where(), err)
+		}
+		names = append(names, o.GetName())
 	}
 	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
 	if err != nil {
 		return err
 	}
-	crds := dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
-	return wait.For(ctx, "CRD "+u.GetName()+" Established", 30*time.Second, func(ctx context.Context) (bool, string, error) {
-		obj, err := crds.Get(ctx, u.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error(), nil
-		}
-		var crd apiextv1.CustomResourceDefinition
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd); err != nil {
-			return false, "", err
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
-				return true, "", nil
+	res := dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions"))
+	return wait.For(ctx, "CRDs "+strings.Join(names, ", ")+" Established", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, name := range names {
+			obj, err := res.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				left = append(left, name+" ("+err.Error()+")")
+				continue
+			}
+			var crd apiextv1.CustomResourceDefinition
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &crd); err != nil {
+				return false, "", err
+			}
+			if !slices.ContainsFunc(crd.Status.Conditions, func(c apiextv1.CustomResourceDefinitionCondition) bool {
+				return c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue
+			}) {
+				left = append(left, name)
 			}
 		}
-		return false, "not Established yet", nil
+		return len(left) == 0, "not Established yet: " + strings.Join(left, ", "), nil
 	})
 }

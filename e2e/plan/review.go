@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -39,7 +40,7 @@ func Review(pl *Plan) []string {
 func reviewNodePools(pl *Plan) []string {
 	nodePools := map[string]string{} // name → where
 	for _, o := range pl.Candidate.Objects {
-		if o.GroupVersionKind().Group == "karpenter.sh" && o.GetKind() == "NodePool" {
+		if o.GroupVersionKind().Group == autoscaler.Group && o.GetKind() == "NodePool" {
 			nodePools[o.GetName()] = o.Where()
 		}
 	}
