@@ -168,8 +168,8 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	c.configMaps = c.nsFactory.Core().V1().ConfigMaps().Informer()
 	c.policies = c.dynFactory.ForResource(ClusterPolicies).Informer()
 
-	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-nodes"})
-	c.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-pods"})
+	c.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-nodes"})
+	c.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(retryLimiter(), workqueue.TypedRateLimitingQueueConfig[string]{Name: "fakegpu-pods"})
 	c.broadcast = record.NewBroadcaster()
 	c.broadcast.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	c.recorder = c.broadcast.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "fakegpu-device-plugin"})
@@ -282,15 +282,34 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 	}
 }
 
+// retryLimiter spaces a key's retries 5 ms apart, doubling to at most 1
+// s. A conflict with kwok's status write is the common failure and clears
+// as soon as the informer catches up; client-go's default limiter (up to
+// 1000 s, and 10 retries a second in all) would make a pod wait minutes
+// for the kubelet's word after a run of conflicts under load.
+func retryLimiter() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second)
+}
+
 // configChanged rebuilds the stack from the ClusterPolicy and ConfigMaps
 // and requeues every node.
 func (c *Controller) configChanged() {
 	objs, key := c.configObjects()
 	stack, err := fakegpu.StackFromObjects(objs, c.opt.DefaultMIGParted)
 	c.mu.Lock()
+	recovered := c.stackErr != nil && err == nil
 	c.stack, c.stackErr = stack, err
 	c.configKey = key
 	c.mu.Unlock()
+	if recovered {
+		// reconcilePod set aside the pods it met while the config was
+		// invalid: they are the kubelet's to start now.
+		for _, o := range c.pods.GetStore().List() {
+			if p := o.(*corev1.Pod); p.Spec.NodeName != "" {
+				c.podQueue.Add(p.Namespace + "/" + p.Name)
+			}
+		}
+	}
 	if err != nil {
 		c.opt.Log("fakegpu: GPU Operator config is invalid: %v", err)
 	} else {

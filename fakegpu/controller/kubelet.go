@@ -61,32 +61,21 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		}
 	}
 	judged := judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano())
+	// A write that fails for a neighbour (a conflict with kwok, mostly) is
+	// retried under the neighbour's own key: it must not hold back this
+	// pod's record, nor put this pod's retries behind its backoff.
+	var own error
 	for _, j := range judged {
-		p, v := j.pod, j.verdict
-		if j.record != nil && !c.opt.SkipDeviceRecords {
-			patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-				fakegpu.AnnotationVisibleDevices: strings.Join(j.record.devices, ","),
-				fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(j.record.at, 10),
-				fakegpu.AnnotationNoGPU:          nilIfEmpty(j.record.noGPU),
-			}}}
-			b, _ := json.Marshal(patch)
-			if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}); err != nil {
-				return 0, ignoreNotFound(err)
+		if err := ignoreNotFound(c.applyJudgement(ctx, node, j)); err != nil {
+			if j.pod.UID == pod.UID {
+				own = err
+			} else {
+				c.podQueue.AddRateLimited(j.pod.Namespace + "/" + j.pod.Name)
 			}
 		}
-		if v.Outcome == fakegpu.OutcomeRunning || alreadyJudged(p, v.Outcome) {
-			continue
-		}
-		// A running container can crash or be OOMKilled only once kwok has
-		// started it; judged earlier, kwok's pod-ready stage would
-		// overwrite the verdict. The pod's next update requeues it.
-		if v.Outcome != fakegpu.OutcomeAdmissionRejected && p.Status.Phase != corev1.PodRunning {
-			continue
-		}
-		if err := c.applyVerdict(ctx, p, v); err != nil {
-			return 0, ignoreNotFound(err)
-		}
-		c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
+	}
+	if own != nil {
+		return 0, own
 	}
 	for _, j := range judged {
 		if j.pod.UID == pod.UID {
@@ -100,6 +89,37 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		}
 	}
 	return requeue, nil
+}
+
+// applyJudgement writes a pod's allocation record, when not written yet,
+// and the status its verdict calls for.
+func (c *Controller) applyJudgement(ctx context.Context, node *corev1.Node, j judgement) error {
+	p, v := j.pod, j.verdict
+	if j.record != nil && !c.opt.SkipDeviceRecords {
+		patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			fakegpu.AnnotationVisibleDevices: strings.Join(j.record.devices, ","),
+			fakegpu.AnnotationAllocatedAt:    strconv.FormatInt(j.record.at, 10),
+			fakegpu.AnnotationNoGPU:          nilIfEmpty(j.record.noGPU),
+		}}}
+		b, _ := json.Marshal(patch)
+		if _, err := c.client.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: "fakegpu"}); err != nil {
+			return err
+		}
+	}
+	if v.Outcome == fakegpu.OutcomeRunning || alreadyJudged(p, v.Outcome) {
+		return nil
+	}
+	// A running container can crash or be OOMKilled only once kwok has
+	// started it; judged earlier, kwok's pod-ready stage would overwrite
+	// the verdict. The pod's next update requeues it.
+	if v.Outcome != fakegpu.OutcomeAdmissionRejected && p.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	if err := c.applyVerdict(ctx, p, v); err != nil {
+		return err
+	}
+	c.trace("fakegpu: pod %s/%s on %s: %s", p.Namespace, p.Name, node.Name, v.Outcome)
+	return nil
 }
 
 // judgement is the simulated kubelet's decision for one pod: its verdict

@@ -4,14 +4,23 @@
 package controller
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -114,4 +123,49 @@ func mustSKU(t *testing.T, key string) fakegpu.SKU {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A neighbour whose writes keep failing (kwok's status write wins each
+// time) neither holds back what another pod on the node sees nor fails
+// that pod's pass: the neighbour is retried under its own key.
+func TestNeighbourFailureDoesNotHoldBackSight(t *testing.T) {
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu-h100-1", Annotations: map[string]string{fakegpu.AnnotationSKU: "h100-80gb", fakegpu.AnnotationGPUs: "8"}},
+		Status:     corev1.NodeStatus{Capacity: corev1.ResourceList{fakegpu.ResourceGPU: resource.MustParse("8")}},
+	}
+	gpu := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gpu", UID: "uid-gpu"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{fakegpu.ResourceGPU: resource.MustParse("1")}}}}}}
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain", UID: "uid-plain"},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "c", Image: "cuda"}}}}
+	cs := fake.NewClientset(node, gpu, plain)
+	cs.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.PatchAction).GetName() == gpu.Name {
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods"), gpu.Name, errors.New("kwok wrote first"))
+		}
+		return false, nil, nil
+	})
+	stack, err := fakegpu.StackFromObjects(nil, nil)
+	require.NoError(t, err)
+	c := &Controller{client: cs, checkpoint: newDeviceCheckpoint(), stack: stack, recorder: record.NewFakeRecorder(10),
+		opt:      Options{Log: func(string, ...any) {}},
+		podQueue: workqueue.NewTypedRateLimitingQueue(retryLimiter())}
+	defer c.podQueue.ShutDown()
+	f := informers.NewSharedInformerFactory(cs, 0)
+	c.nodes, c.pods, c.rcs = f.Core().V1().Nodes().Informer(), f.Core().V1().Pods().Informer(), f.Node().V1().RuntimeClasses().Informer()
+	f.Start(t.Context().Done())
+	f.WaitForCacheSync(t.Context().Done())
+
+	_, err = c.reconcilePod(t.Context(), "ns/plain")
+	require.NoError(t, err, "the pod's own pass")
+	got, err := cs.CoreV1().Pods("ns").Get(t.Context(), plain.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Contains(t, got.Annotations, fakegpu.AnnotationGPUSight, "what the pod's container sees is recorded")
+	deadline := time.Now().Add(5 * time.Second)
+	for c.podQueue.Len() == 0 {
+		require.True(t, time.Now().Before(deadline), "the neighbour was never requeued")
+		time.Sleep(5 * time.Millisecond) // the rate limiter's first delay
+	}
+	key, _ := c.podQueue.Get()
+	require.Equal(t, "ns/gpu", key, "the neighbour is retried under its own key")
 }
