@@ -66,11 +66,13 @@ func (c *Cloud) InstanceTypes() []InstanceType { return c.types }
 // instance type gets that machine. Everything else (the pool's labels and
 // taints, its MIG and device-plugin config labels) is the NodePool's to
 // give. ok is false for a node that is not one of the cloud's machines,
-// or that carries all of it already.
-func (c *Cloud) TakeOver(n *corev1.Node) (labels, annotations map[string]string, ok bool) {
+// or that carries all of it already. An error is a pool the fleet's
+// validation let through that makes no node: a bug, said, not a node
+// silently left without GPUs.
+func (c *Cloud) TakeOver(n *corev1.Node) (labels, annotations map[string]string, ok bool, err error) {
 	hw, known := c.hardware[n.Labels[LabelInstanceType]]
 	if !known || n.Labels[LabelNodePool] == "" {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
 	pool := hw
 	ap, scaled := c.fleet.AutoscaledPoolFor(n.Labels[LabelNodePool])
@@ -83,7 +85,7 @@ func (c *Cloud) TakeOver(n *corev1.Node) (labels, annotations map[string]string,
 	spec := fleet.NodeSpec{Pool: pool, Name: n.Name, Images: c.fleet.ImageEnvs()}
 	made, err := spec.Node()
 	if err != nil {
-		return nil, nil, false
+		return nil, nil, false, fmt.Errorf("the cloud taking over node %s (instance type %s): %w", n.Name, n.Labels[LabelInstanceType], err)
 	}
 	labels, annotations = map[string]string{fleet.LabelManagedBy: fleet.ManagedBy}, map[string]string{}
 	if scaled {
@@ -95,9 +97,9 @@ func (c *Cloud) TakeOver(n *corev1.Node) (labels, annotations map[string]string,
 		}
 	}
 	if has(n.Labels, labels) && has(n.Annotations, annotations) {
-		return nil, nil, false
+		return nil, nil, false, nil
 	}
-	return labels, annotations, true
+	return labels, annotations, true, nil
 }
 
 func has(have, want map[string]string) bool {
@@ -123,7 +125,10 @@ func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(erro
 		if !ok {
 			return
 		}
-		labels, annotations, ok := c.TakeOver(n)
+		labels, annotations, ok, err := c.TakeOver(n)
+		if err != nil && errs != nil {
+			errs(err)
+		}
 		if !ok {
 			return
 		}

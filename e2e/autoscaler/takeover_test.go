@@ -41,7 +41,8 @@ func TestTakeOverGivesTheInstanceTypesHardware(t *testing.T) {
 	c := cloudOf(t)
 	assert.Equal(t, []string{"sim-h100-80gb-x8", "sim-l4-x1"}, []string{c.InstanceTypes()[0].Name, c.InstanceTypes()[1].Name})
 
-	labels, ann, ok := c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-h100"))
+	labels, ann, ok, err := c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-h100"))
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, map[string]string{fleet.LabelManagedBy: fleet.ManagedBy, fleet.LabelPool: "h100-burst"}, labels)
 	assert.Equal(t, "h100-80gb", ann[fakegpu.AnnotationSKU])
@@ -49,33 +50,39 @@ func TestTakeOverGivesTheInstanceTypesHardware(t *testing.T) {
 	assert.NotContains(t, ann, fakegpu.AnnotationDRA)
 
 	// The DRA pool's driver, on the machine the NodePool was allowed.
-	labels, ann, ok = c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-l4"))
+	labels, ann, ok, err = c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-l4"))
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, "l4-dra", labels[fleet.LabelPool])
 	assert.Equal(t, "h100-80gb", ann[fakegpu.AnnotationSKU], "the hardware follows the instance type")
 	assert.Equal(t, "gpu", ann[fakegpu.AnnotationDRA])
 
 	// A NodePool the fleet does not know still gets real hardware, in no pool.
-	labels, _, ok = c.TakeOver(karpenterNode("sim-l4-x1", "someone-elses"))
+	labels, _, ok, err = c.TakeOver(karpenterNode("sim-l4-x1", "someone-elses"))
+	require.NoError(t, err)
 	require.True(t, ok)
 	assert.NotContains(t, labels, fleet.LabelPool)
 
 	// Not the cloud's machine, or not made by Karpenter: left alone.
-	_, _, ok = c.TakeOver(karpenterNode("m5.large", "np-h100"))
+	_, _, ok, err = c.TakeOver(karpenterNode("m5.large", "np-h100"))
+	require.NoError(t, err)
 	assert.False(t, ok)
-	_, _, ok = c.TakeOver(karpenterNode("sim-l4-x1", ""))
+	_, _, ok, err = c.TakeOver(karpenterNode("sim-l4-x1", ""))
+	require.NoError(t, err)
 	assert.False(t, ok)
 
 	// Taken over once: nothing more to patch.
 	n := karpenterNode("sim-h100-80gb-x8", "np-h100")
-	labels, ann, _ = c.TakeOver(n)
+	labels, ann, _, err = c.TakeOver(n)
+	require.NoError(t, err)
 	for k, v := range labels {
 		n.Labels[k] = v
 	}
 	for k, v := range ann {
 		n.Annotations[k] = v
 	}
-	_, _, ok = c.TakeOver(n)
+	_, _, ok, err = c.TakeOver(n)
+	require.NoError(t, err)
 	assert.False(t, ok)
 }
 

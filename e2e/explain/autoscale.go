@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Categories a Pending pod has in the autoscaler's terms.
@@ -56,10 +56,12 @@ type Offer struct {
 func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
 	var atLimit, lacking []string
 	for _, np := range c.NodePools {
-		if !labels.SelectorFromSet(pod.Spec.NodeSelector).Matches(labels.Set(np.Labels)) {
+		// A node the NodePool makes: its template's labels and taints.
+		made := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: np.Labels}, Spec: corev1.NodeSpec{Taints: np.Taints}}
+		if !selects(pod, made) {
 			continue
 		}
-		if _, tolerated := untolerated(pod, &corev1.Node{Spec: corev1.NodeSpec{Taints: np.Taints}}); !tolerated {
+		if _, tolerated := untolerated(pod, made); !tolerated {
 			continue
 		}
 		var offered []string

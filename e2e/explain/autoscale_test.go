@@ -66,3 +66,21 @@ func TestPendingInTheAutoscalersTerms(t *testing.T) {
 	got = Pod(&pod, Cluster{Nodes: fixed})
 	assert.Equal(t, NoMatchingPool, got.Category, got.String())
 }
+
+// Required node affinity places a pod as its nodeSelector does, on fixed
+// nodes and on the nodes a NodePool would make.
+func TestPendingByNodeAffinity(t *testing.T) {
+	fixed := []corev1.Node{gpuNode("h100-0", 8, 8)}
+	fixed[0].Labels["sku"] = "h100"
+	pod := burstPod("nvidia.com/gpu")
+	pod.Spec.NodeSelector = nil
+	pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "sku", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100-burst"}}}}},
+	}}}
+	got := Pod(&pod, Cluster{Nodes: fixed, NodePools: []NodePool{burstPool(0)}})
+	assert.Equal(t, NodeComing, got.Category, got.String())
+
+	got = Pod(&pod, Cluster{Nodes: fixed})
+	assert.Equal(t, NoMatchingPool, got.Category, got.String())
+	assert.Contains(t, got.Message, "required node affinity")
+}

@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	resourcehelper "k8s.io/component-helpers/resource"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
 )
@@ -174,7 +174,7 @@ func onNodes(pod *corev1.Pod, req map[string]int64, c Cluster) Reason {
 		fits = append(fits, n)
 	}
 	if len(fits) == 0 {
-		msg := fmt.Sprintf("its nodeSelector %v and tolerations match no pool", pod.Spec.NodeSelector)
+		msg := placement(pod) + " and tolerations match no pool"
 		if len(blocked) > 0 {
 			msg += ": " + strings.Join(uniq(blocked), "; ")
 		}
@@ -249,8 +249,21 @@ func Admits(p *corev1.Pod, n *corev1.Node) bool {
 	return selects(p, n) && tolerated && !n.Spec.Unschedulable
 }
 
+// selects is the scheduler's NodeAffinity filter: the nodeSelector and
+// the required node affinity both (a term that does not parse selects
+// nothing, as the scheduler rejects the pod's every node).
 func selects(p *corev1.Pod, n *corev1.Node) bool {
-	return labels.SelectorFromSet(p.Spec.NodeSelector).Matches(labels.Set(n.Labels))
+	ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n)
+	return ok && err == nil
+}
+
+// placement says what the pod asks of a node's labels, for messages.
+func placement(p *corev1.Pod) string {
+	s := fmt.Sprintf("its nodeSelector %v", p.Spec.NodeSelector)
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		s += ", required node affinity"
+	}
+	return s
 }
 
 // untolerated returns the first NoSchedule/NoExecute taint the pod does not tolerate.
