@@ -578,11 +578,21 @@ func (f *Fleet) Patched(source string, patches []PoolPatch) (*Fleet, error) {
 	out.File = f.File
 	for i, p := range patches {
 		field := fmt.Sprintf("%s: spec.fleetPatches[%d]", source, i)
-		idx := slices.IndexFunc(out.Spec.Pools, func(q Pool) bool { return q.Name == p.Pool })
-		if idx < 0 {
-			return nil, fmt.Errorf("%s.pool: fleet %s has no pool %q (pools: %s)", field, f.Metadata.Name, p.Pool, strings.Join(f.PoolNames(), ", "))
+		// A fixed pool, or an autoscaled one (whose nodePool and maxNodes
+		// a patch may change too).
+		var target any
+		if idx := slices.IndexFunc(out.Spec.Pools, func(q Pool) bool { return q.Name == p.Pool }); idx >= 0 {
+			target = &out.Spec.Pools[idx]
+		} else if idx := slices.IndexFunc(out.Spec.AutoscaledPools, func(q AutoscaledPool) bool { return q.Name == p.Pool }); idx >= 0 {
+			target = &out.Spec.AutoscaledPools[idx]
+		} else {
+			names := f.PoolNames()
+			for _, a := range f.Spec.AutoscaledPools {
+				names = append(names, a.Name+" (autoscaled)")
+			}
+			return nil, fmt.Errorf("%s.pool: fleet %s has no pool %q (pools: %s)", field, f.Metadata.Name, p.Pool, strings.Join(names, ", "))
 		}
-		raw, err := json.Marshal(out.Spec.Pools[idx])
+		raw, err := json.Marshal(target)
 		if err != nil {
 			return nil, err
 		}
@@ -594,11 +604,20 @@ func (f *Fleet) Patched(source string, patches []PoolPatch) (*Fleet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.patch: %w", field, err)
 		}
-		var pool Pool
-		if err := yaml.UnmarshalStrict(patched, &pool); err != nil {
-			return nil, fmt.Errorf("%s.patch: %w", field, err)
+		switch t := target.(type) {
+		case *Pool:
+			var pool Pool
+			if err := yaml.UnmarshalStrict(patched, &pool); err != nil {
+				return nil, fmt.Errorf("%s.patch: %w", field, err)
+			}
+			*t = pool
+		case *AutoscaledPool:
+			var pool AutoscaledPool
+			if err := yaml.UnmarshalStrict(patched, &pool); err != nil {
+				return nil, fmt.Errorf("%s.patch: %w", field, err)
+			}
+			*t = pool
 		}
-		out.Spec.Pools[idx] = pool
 	}
 	if err := out.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet %s as patched by %s: %w", f.File, source, err)

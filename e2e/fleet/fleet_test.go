@@ -176,13 +176,23 @@ func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
 	again, _ := f.Pool("gpu-l4-shared")
 	assert.Equal(t, l4Before, again, "the original fleet is unchanged")
 
+	// An autoscaled pool is patched as a fixed one is.
+	got, err = f.Patched("c/candidate.yaml", []PoolPatch{{Pool: "gpu-h100-burst", Patch: map[string]any{"maxNodes": 3}}})
+	require.NoError(t, err)
+	burst, ok := got.AutoscaledPoolFor("gpu-h100-burst")
+	require.True(t, ok)
+	assert.Equal(t, 3, burst.MaxNodes)
+	assert.Equal(t, "h100-80gb", burst.SKU, "fields the patch does not name are kept")
+
 	for _, tc := range []struct {
 		name  string
 		patch PoolPatch
 		want  []string
 	}{
 		{"unknown pool", PoolPatch{Pool: "gpu-l40", Patch: map[string]any{}},
-			[]string{"c/candidate.yaml: spec.fleetPatches[0].pool", `no pool "gpu-l40"`, "gpu-l4-shared"}},
+			[]string{"c/candidate.yaml: spec.fleetPatches[0].pool", `no pool "gpu-l40"`, "gpu-l4-shared", "gpu-h100-burst (autoscaled)"}},
+		{"autoscaled pool grown from one node", PoolPatch{Pool: "gpu-h100-burst", Patch: map[string]any{"nodes": 1}},
+			[]string{"spec.autoscaledPools[0] (gpu-h100-burst).nodes"}},
 		{"unknown field", PoolPatch{Pool: "cpu", Patch: map[string]any{"taint": []any{}}},
 			[]string{"spec.fleetPatches[0].patch", "taint"}},
 		{"invalid result", PoolPatch{Pool: "gpu-h100-exclusive", Patch: map[string]any{"sku": "h900"}},

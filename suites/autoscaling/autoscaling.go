@@ -13,13 +13,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
+	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -46,7 +49,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 					t.Fatalf("a well-formed GPU pod of autoscaled pool %s: %v", p.Name, err)
 				}
 				start := time.Now()
-				node, err := scaledUp(ctx, r.Client, created, p)
+				node, err := scaledUp(ctx, r, created, p)
 				if err != nil {
 					t.Error(err)
 					continue
@@ -67,10 +70,16 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 }
 
 // scaledUp waits for the pod to run on a node with its GPU, and returns
-// the node. It does not take an Unschedulable verdict as final: that is
-// what the autoscaler answers.
-func scaledUp(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
+// the node. It does not take the scheduler's Unschedulable as final: that
+// is what the autoscaler answers. The autoscaler's own refusal is final
+// when explain, reading the NodePools as the autoscaler does, agrees that
+// no node will ever take the pod: a pool that cannot scale from zero (its machines do
+// not list what its pods ask, autoscaler-facts §3.3) fails at once, with
+// why, instead of at the timeout.
+func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
+	cs := r.Client
 	var node *corev1.Node
+	var judged string // the autoscaler's word explain was last asked about
 	what := fmt.Sprintf("pod %s/%s of autoscaled pool %s to run on a node the autoscaler made, with its GPU", pod.Namespace, pod.Name, p.Name)
 	err := wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
 		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -79,7 +88,21 @@ func scaledUp(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, p f
 		}
 		seen := expect.Describe(got)
 		if got.Spec.NodeName == "" {
-			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p), nil
+			said, err := autoscalerSays(ctx, r, got)
+			if err != nil {
+				return false, "", err
+			}
+			if said != "" && said != judged {
+				judged = said
+				reason, err := explained(ctx, r, got)
+				if err != nil {
+					return false, "", err
+				}
+				if never(reason) {
+					return false, "", fmt.Errorf("no node will come for pod %s/%s: %s (the autoscaler said: %s)", got.Namespace, got.Name, reason, said)
+				}
+			}
+			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p) + "; the autoscaler: " + orNothing(said), nil
 		}
 		if why := got.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
 			return false, "", fmt.Errorf("pod %s/%s on node %s was allocated devices it cannot use: %s", got.Namespace, got.Name, got.Spec.NodeName, why)
@@ -94,6 +117,43 @@ func scaledUp(ctx context.Context, cs kubernetes.Interface, pod *corev1.Pod, p f
 		return nil, fmt.Errorf("expected the autoscaler to make a node of pool %s (NodePool %s) for its Pending GPU pod: %w", p.Name, p.NodePool, err)
 	}
 	return node, nil
+}
+
+// never reports an explanation under which no node of any NodePool will
+// take the pod, however long one waits: nothing offers what it asks, or
+// nothing it may land on exists or can be made.
+func never(r explain.Reason) bool {
+	switch r.Category {
+	case explain.NoPoolAdvertises, explain.NoMatchingPool, explain.WrongResource:
+		return true
+	}
+	return false
+}
+
+// explained is gpupool explain's word on a Pending pod, the NodePools
+// included.
+func explained(ctx context.Context, r *harness.Run, pod *corev1.Pod) (explain.Reason, error) {
+	cloud, err := autoscaler.NewCloud(r.Fleet)
+	if err != nil {
+		return explain.Reason{}, err
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return explain.Reason{}, err
+	}
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return explain.Reason{}, err
+	}
+	all, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return explain.Reason{}, err
+	}
+	nodePools, err := autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
+	if err != nil {
+		return explain.Reason{}, err
+	}
+	return explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: all.Items, NodePools: nodePools}), nil
 }
 
 // nodeProblems says how a node the pod ran on falls short of the pool's

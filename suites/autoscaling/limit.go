@@ -78,7 +78,7 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		pods = append(pods, got)
 	}
 	var last *corev1.Pod
-	var said string
+	var said, judged string
 	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", p.MaxNodes, p.Name, perNode, res)
 	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
 		var running, pending []*corev1.Pod
@@ -99,7 +99,24 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 			return false, "", fmt.Errorf("expected the pool to stop at %d nodes, but %d of its whole-node pods were placed, on %s", p.MaxNodes, len(running), strings.Join(sortedNames(nodes), ", "))
 		}
 		seen := fmt.Sprintf("%d placed (on %s), %d Pending", len(running), strings.Join(sortedNames(nodes), ", "), len(pending))
-		if len(running) < p.MaxNodes || len(pending) == 0 {
+		if len(running) < p.MaxNodes && len(pending) > 0 {
+			// Filling: a pool that cannot scale at all fails now (as in
+			// scaledUp), not at the timeout.
+			msg, err := autoscalerSays(ctx, r, pending[0])
+			if err != nil || msg == "" || msg == judged {
+				return false, seen, err
+			}
+			judged = msg
+			reason, err := explained(ctx, r, pending[0])
+			if err != nil {
+				return false, "", err
+			}
+			if never(reason) {
+				return false, "", fmt.Errorf("no node will come for pod %s: %s (the autoscaler said: %s)", pending[0].Name, reason, msg)
+			}
+			return false, seen, nil
+		}
+		if len(pending) == 0 {
 			return false, seen, nil
 		}
 		last = pending[0]
