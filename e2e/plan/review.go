@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -27,13 +28,44 @@ import (
 //     tenant whose pods may use it;
 //   - an autoscaled pool whose NodePool the candidate lacks never gets a
 //     node, and a NodePool no autoscaled pool names makes nodes no check
-//     holds to a design.
+//     holds to a design;
+//   - an autoscaled pool whose pods ask a resource its machine does not
+//     list (a MIG profile, the renamed nvidia.com/gpu.shared) never
+//     scales from zero: the autoscaler knows only what an instance type
+//     lists (autoscaler-facts §3.3).
 func Review(pl *Plan) []string {
 	var out []string
 	out = append(out, reviewPolicies(pl)...)
 	out = append(out, reviewDevicePluginKeys(pl)...)
 	out = append(out, reviewTrustDomains(pl)...)
 	out = append(out, reviewNodePools(pl)...)
+	out = append(out, reviewScaleFromZero(pl)...)
+	return out
+}
+
+func reviewScaleFromZero(pl *Plan) []string {
+	var out []string
+	for _, p := range pl.Fleet.Autoscaled() {
+		res, _, err := pl.Intended(p.Pool)
+		if err != nil {
+			continue // the checks say what the pool's design lacks
+		}
+		it, err := autoscaler.InstanceTypeFor(p.Pool)
+		if err != nil {
+			continue
+		}
+		if q, listed := it.Resources[res]; listed && q != "0" {
+			continue
+		}
+		var lists []string
+		for _, name := range slices.Sorted(maps.Keys(it.Resources)) {
+			if strings.Contains(name, "/") {
+				lists = append(lists, name+" "+it.Resources[name])
+			}
+		}
+		out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s's pods ask %s, which its machine %s does not list (it lists %s): an autoscaler knows only what an instance type lists, so a Pending pod of the pool never makes a node (autoscaler-facts §3.3)",
+			pl.Fleet.File, p.Name, res, it.Name, strings.Join(lists, ", ")))
+	}
 	return out
 }
 

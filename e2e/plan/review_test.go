@@ -54,3 +54,13 @@ func TestReview(t *testing.T) {
 		assert.Contains(t, got, want)
 	}
 }
+
+// The mutant that makes the burst pool MIG gets the scale-from-zero
+// gotcha said before any cluster: its pods ask a MIG slice, its machine
+// lists only physical GPUs.
+func TestReviewSaysAPoolCannotScaleFromZero(t *testing.T) {
+	pl, err := Prepare("", "../../manifests/candidates/broken-burst-pool-mig-from-zero")
+	require.NoError(t, err)
+	got := strings.Join(Review(pl), "\n")
+	assert.Contains(t, got, "autoscaled pool gpu-h100-burst's pods ask nvidia.com/mig-1g.10gb, which its machine sim-h100-80gb-x8 does not list (it lists nvidia.com/gpu 8): an autoscaler knows only what an instance type lists")
+}
