@@ -56,7 +56,7 @@ var phases = [][]*suite.Suite{
 	{explore.Suite},
 	// Last: kubelet (kind only) enlists the real node into pools;
 	// autoscaling (embedded only) makes nodes and leaves Karpenter to
-	// remove them (about 45 s), node writes that would reset every other
+	// remove them (a minute or so), node writes that would reset every other
 	// suite's wait for a scheduler verdict to stand (expect's finality:
 	// seen in a mutant whose tenant pods stay Pending).
 	{kubelet.Suite, autoscaling.Suite},

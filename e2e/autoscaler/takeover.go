@@ -120,6 +120,7 @@ func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(erro
 	}))
 	inf := f.Core().V1().Nodes().Informer()
 	var mu sync.Mutex
+	said := map[string]bool{} // nodes whose TakeOver error was reported: once each, not per heartbeat
 	take := func(obj any) {
 		n, ok := obj.(*corev1.Node)
 		if !ok {
@@ -127,7 +128,13 @@ func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(erro
 		}
 		labels, annotations, ok, err := c.TakeOver(n)
 		if err != nil && errs != nil {
-			errs(err)
+			mu.Lock()
+			first := !said[n.Name]
+			said[n.Name] = true
+			mu.Unlock()
+			if first {
+				errs(err)
+			}
 		}
 		if !ok {
 			return

@@ -144,3 +144,24 @@ func asks(req map[string]int64) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// CannotScale says why no autoscaler will ever make a node for a Pending
+// pod that some NodePool's nodes would take: no machine those NodePools
+// may buy lists what it asks (autoscaler-facts §3.3). It is "" whenever
+// a NodePool can make a node for the pod, is at its limit, or no NodePool
+// takes the pod at all: explain's model of a NodePool's nodes is its
+// template's labels and taints, narrower than Karpenter's, so those cases
+// are not final.
+func (c Cluster) CannotScale(pod *corev1.Pod) string {
+	req := Requests(pod, resourcePrefix, ImplicitClassPrefix)
+	for r, n := range c.DRA.claimRequests(pod) {
+		req[r] += n
+	}
+	if len(req) == 0 {
+		return ""
+	}
+	if _, ok, why := c.autoscale(pod, req); !ok {
+		return why
+	}
+	return ""
+}

@@ -84,3 +84,17 @@ func TestPendingByNodeAffinity(t *testing.T) {
 	assert.Equal(t, NoMatchingPool, got.Category, got.String())
 	assert.Contains(t, got.Message, "required node affinity")
 }
+
+// CannotScale is final only for the scale-from-zero gotcha: a NodePool
+// takes the pod, and no machine it may buy lists what it asks.
+func TestCannotScale(t *testing.T) {
+	c := Cluster{NodePools: []NodePool{burstPool(0)}}
+	mig := burstPod("nvidia.com/mig-1g.10gb")
+	assert.Contains(t, c.CannotScale(&mig), "the machines it may buy list sim-h100-80gb-x8 (nvidia.com/gpu 8)")
+	gpu := burstPod("nvidia.com/gpu")
+	assert.Empty(t, c.CannotScale(&gpu), "a node is coming")
+	assert.Empty(t, Cluster{NodePools: []NodePool{burstPool(16)}}.CannotScale(&gpu), "at its limit: not final")
+	untol := burstPod("nvidia.com/mig-1g.10gb")
+	untol.Spec.Tolerations = nil
+	assert.Empty(t, c.CannotScale(&untol), "no NodePool takes it in explain's model, which is narrower than Karpenter's")
+}

@@ -242,16 +242,15 @@ func poolOf(n *corev1.Node) string {
 }
 
 // Admits reports whether the node would take the pod, its resources aside:
-// the pod's nodeSelector selects it, the pod tolerates its NoSchedule and
-// NoExecute taints, and it is not cordoned.
+// the pod's nodeSelector and required node affinity select it, the pod
+// tolerates its NoSchedule and NoExecute taints, and it is not cordoned.
 func Admits(p *corev1.Pod, n *corev1.Node) bool {
 	_, tolerated := untolerated(p, n)
 	return selects(p, n) && tolerated && !n.Spec.Unschedulable
 }
 
 // selects is the scheduler's NodeAffinity filter: the nodeSelector and
-// the required node affinity both (a term that does not parse selects
-// nothing, as the scheduler rejects the pod's every node).
+// the required node affinity both.
 func selects(p *corev1.Pod, n *corev1.Node) bool {
 	ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n)
 	return ok && err == nil

@@ -282,17 +282,19 @@ func (c *Controller) work(ctx context.Context, q workqueue.TypedRateLimitingInte
 	}
 }
 
-// retryLimiter spaces a key's retries 5 ms apart, doubling to at most 1
+// retryLimiter spaces a key's retries 5 ms apart, doubling to at most 5
 // s. A conflict with kwok's status write is the common failure and clears
-// as soon as the informer catches up; client-go's default limiter (up to
-// 1000 s, and 10 retries a second in all) would make a pod wait minutes
-// for the kubelet's word after a run of conflicts under load.
+// as soon as the informer catches up, within the first few retries;
+// client-go's default limiter (up to 1000 s, and 10 retries a second in
+// all) made a pod wait minutes for the kubelet's word after a run of
+// conflicts under load. An error that never clears costs a pass every 5 s.
 func retryLimiter() workqueue.TypedRateLimiter[string] {
-	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Second)
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, 5*time.Second)
 }
 
 // configChanged rebuilds the stack from the ClusterPolicy and ConfigMaps
-// and requeues every node.
+// and requeues every node, and every bound pod when the config has just
+// become valid again.
 func (c *Controller) configChanged() {
 	objs, key := c.configObjects()
 	stack, err := fakegpu.StackFromObjects(objs, c.opt.DefaultMIGParted)

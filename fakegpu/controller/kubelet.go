@@ -70,6 +70,9 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 			if j.pod.UID == pod.UID {
 				own = err
 			} else {
+				if !apierrors.IsConflict(err) {
+					c.trace("fakegpu: %s/%s: %v", j.pod.Namespace, j.pod.Name, err)
+				}
 				c.podQueue.AddRateLimited(j.pod.Namespace + "/" + j.pod.Name)
 			}
 		}

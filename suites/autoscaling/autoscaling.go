@@ -58,8 +58,8 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 				for _, problem := range nodeProblems(node, p) {
 					t.Errorf("pool %s: pod %s ran on node %s, which %s", p.Name, created.Name, node.Name, problem)
 				}
-				// Its node is left to the autoscaler to remove (about 45
-				// s: autoscaler-facts §5); this suite runs last for that.
+				// Its node is left to the autoscaler to remove (a minute
+				// or so: autoscaler-facts §5); this suite runs last for that.
 				if err := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
 					t.Fatal(err)
 				}
@@ -72,10 +72,9 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 // scaledUp waits for the pod to run on a node with its GPU, and returns
 // the node. It does not take the scheduler's Unschedulable as final: that
 // is what the autoscaler answers. The autoscaler's own refusal is final
-// when explain, reading the NodePools as the autoscaler does, agrees that
-// no node will ever take the pod: a pool that cannot scale from zero (its machines do
-// not list what its pods ask, autoscaler-facts §3.3) fails at once, with
-// why, instead of at the timeout.
+// when explain agrees that a NodePool would take the pod but no machine
+// it may buy lists what the pod asks: a pool that cannot scale from zero
+// (autoscaler-facts §3.3) fails at once, with why, not at the timeout.
 func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
 	cs := r.Client
 	var node *corev1.Node
@@ -94,12 +93,12 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 			}
 			if said != "" && said != judged {
 				judged = said
-				reason, err := explained(ctx, r, got)
+				why, err := cannotScale(ctx, r, got)
 				if err != nil {
 					return false, "", err
 				}
-				if never(reason) {
-					return false, "", fmt.Errorf("no node will come for pod %s/%s: %s (the autoscaler said: %s)", got.Namespace, got.Name, reason, said)
+				if why != "" {
+					return false, "", fmt.Errorf("no node will ever come for pod %s/%s: %s (the autoscaler said: %s)", got.Namespace, got.Name, why, said)
 				}
 			}
 			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p) + "; the autoscaler: " + orNothing(said), nil
@@ -119,41 +118,22 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 	return node, nil
 }
 
-// never reports an explanation under which no node of any NodePool will
-// take the pod, however long one waits: nothing offers what it asks, or
-// nothing it may land on exists or can be made.
-func never(r explain.Reason) bool {
-	switch r.Category {
-	case explain.NoPoolAdvertises, explain.NoMatchingPool, explain.WrongResource:
-		return true
-	}
-	return false
-}
-
-// explained is gpupool explain's word on a Pending pod, the NodePools
-// included.
-func explained(ctx context.Context, r *harness.Run, pod *corev1.Pod) (explain.Reason, error) {
+// cannotScale is explain's word, NodePools included, when no autoscaler
+// will ever make a node for the Pending pod ("" otherwise).
+func cannotScale(ctx context.Context, r *harness.Run, pod *corev1.Pod) (string, error) {
 	cloud, err := autoscaler.NewCloud(r.Fleet)
 	if err != nil {
-		return explain.Reason{}, err
+		return "", err
 	}
 	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
 	if err != nil {
-		return explain.Reason{}, err
-	}
-	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return explain.Reason{}, err
-	}
-	all, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return explain.Reason{}, err
+		return "", err
 	}
 	nodePools, err := autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
 	if err != nil {
-		return explain.Reason{}, err
+		return "", err
 	}
-	return explain.Pod(pod, explain.Cluster{Nodes: nodes.Items, Pods: all.Items, NodePools: nodePools}), nil
+	return explain.Cluster{NodePools: nodePools}.CannotScale(pod), nil
 }
 
 // nodeProblems says how a node the pod ran on falls short of the pool's

@@ -107,12 +107,12 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 				return false, seen, err
 			}
 			judged = msg
-			reason, err := explained(ctx, r, pending[0])
+			why, err := cannotScale(ctx, r, pending[0])
 			if err != nil {
 				return false, "", err
 			}
-			if never(reason) {
-				return false, "", fmt.Errorf("no node will come for pod %s: %s (the autoscaler said: %s)", pending[0].Name, reason, msg)
+			if why != "" {
+				return false, "", fmt.Errorf("no node will ever come for pod %s: %s (the autoscaler said: %s)", pending[0].Name, why, msg)
 			}
 			return false, seen, nil
 		}
