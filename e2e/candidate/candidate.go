@@ -20,10 +20,12 @@ import (
 	"strconv"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/apis"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
@@ -34,12 +36,9 @@ const MetaFile = "candidate.yaml"
 
 // Meta is candidate.yaml (gpupool.dev/v1alpha1, kind Candidate).
 type Meta struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec MetaSpec `json:"spec"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            MetaSpec          `json:"spec"`
 }
 
 // MetaSpec says what the candidate is for.
@@ -228,11 +227,18 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 }
 
 func (c *Candidate) loadMeta(data []byte) error {
-	if err := yaml.UnmarshalStrict(data, &c.Meta); err != nil {
-		return fmt.Errorf("malformed: %w", err)
+	if err := apis.Decode(data, apis.KindCandidate, &c.Meta); err != nil {
+		return err
 	}
-	if c.Meta.APIVersion != "gpupool.dev/v1alpha1" || c.Meta.Kind != "Candidate" {
-		return fmt.Errorf("want apiVersion gpupool.dev/v1alpha1, kind Candidate; got %s, %s", c.Meta.APIVersion, c.Meta.Kind)
+	// metadata.name may be left out: the directory names the candidate.
+	var errs []error
+	for _, err := range apis.CheckMeta(c.Meta.TypeMeta, c.Meta.Metadata, apis.KindCandidate) {
+		if err.Error() != "metadata.name: required" {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
 	}
 	if c.Meta.Metadata.Name != "" {
 		c.Name = c.Meta.Metadata.Name
@@ -410,7 +416,7 @@ func (c *Candidate) WriteLoaded(dir string) error {
 	}
 	m := c.Meta
 	if m.APIVersion == "" {
-		m.APIVersion, m.Kind = "gpupool.dev/v1alpha1", "Candidate"
+		m.APIVersion, m.Kind = apis.APIVersion, apis.KindCandidate
 	}
 	m.Metadata.Name = c.Name
 	m.Spec.Fleet, m.Spec.Base, m.Spec.Omit, m.Spec.Patches, m.Spec.FleetPatches = "", "", nil, nil, nil

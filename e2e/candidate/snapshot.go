@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpupool/gpupool/e2e/apis"
 )
 
 // The kinds a cluster's GPU pool config is made of: what a candidate
@@ -89,7 +91,7 @@ func Snapshot(ctx context.Context, dyn dynamic.Interface, dir, source string) (*
 			return nil, err
 		}
 	}
-	m := Meta{APIVersion: "gpupool.dev/v1alpha1", Kind: "Candidate"}
+	m := Meta{TypeMeta: metav1.TypeMeta{APIVersion: apis.APIVersion, Kind: apis.KindCandidate}}
 	m.Metadata.Name = AsConfigured
 	m.Spec.Description = "The GPU pool config of the cluster at " + source + ", as read at the start of the run: nothing was installed."
 	b, err := yaml.Marshal(m)

@@ -17,17 +17,19 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/apis"
 	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 const (
-	APIVersion = "gpupool.dev/v1alpha1"
-	Kind       = "Fleet"
+	APIVersion = apis.APIVersion
+	Kind       = apis.KindFleet
 )
 
 // Sharing modes a pool can be designed for.
@@ -42,18 +44,12 @@ var modes = []string{ModeExclusive, ModeMIG, ModeTimeSlicing, ModeMPS}
 
 // Fleet is a set of node pools.
 type Fleet struct {
-	APIVersion string   `json:"apiVersion"`
-	Kind       string   `json:"kind"`
-	Metadata   Metadata `json:"metadata"`
-	Spec       Spec     `json:"spec"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            Spec              `json:"spec"`
 
 	// File is where the fleet was read from (not part of the format).
 	File string `json:"-"`
-}
-
-// Metadata names the fleet.
-type Metadata struct {
-	Name string `json:"name"`
 }
 
 // Spec lists the pools, and the images tenants run whose ENV matters.
@@ -293,35 +289,11 @@ func (f *Fleet) WriteFile(path string) error {
 
 // Parse decodes and validates a fleet document. Unknown fields are errors.
 func Parse(data []byte) (*Fleet, error) {
-	// A Fleet file holds one document; a second is almost always a mistake.
-	if n := len(splitDocs(data)); n > 1 {
-		return nil, fmt.Errorf("want one Fleet document, found %d", n)
-	}
 	var f Fleet
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("malformed fleet: %w", err)
+	if err := apis.Decode(data, Kind, &f); err != nil {
+		return nil, err
 	}
 	return &f, f.Validate()
-}
-
-func splitDocs(data []byte) [][]byte {
-	var out [][]byte
-	for _, d := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
-		if strings.TrimSpace(stripComments(d)) != "" {
-			out = append(out, []byte(d))
-		}
-	}
-	return out
-}
-
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, line := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			b.WriteString(line + "\n")
-		}
-	}
-	return b.String()
 }
 
 // Validate checks the fleet is complete and consistent; every error names
@@ -329,15 +301,7 @@ func stripComments(s string) string {
 func (f *Fleet) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if f.APIVersion != APIVersion {
-		add("apiVersion: want %s, got %q", APIVersion, f.APIVersion)
-	}
-	if f.Kind != Kind {
-		add("kind: want %s, got %q", Kind, f.Kind)
-	}
-	if f.Metadata.Name == "" {
-		add("metadata.name: required")
-	}
+	errs = append(errs, apis.CheckMeta(f.TypeMeta, f.Metadata, Kind)...)
 	if len(f.Spec.Pools) == 0 {
 		add("spec.pools: at least one pool is required")
 	}

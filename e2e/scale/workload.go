@@ -18,15 +18,16 @@ import (
 	"sync"
 	"time"
 
-	"sigs.k8s.io/yaml"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpupool/gpupool/e2e/apis"
 	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
 const (
-	APIVersion = "gpupool.dev/v1alpha1"
-	Kind       = "Workload"
+	APIVersion = apis.APIVersion
+	Kind       = apis.KindWorkload
 )
 
 // Shapes of pods in a mix: how a pod aims at its pool.
@@ -50,12 +51,9 @@ var shapes = []string{ShapeWellFormed, ShapeWholeGPU, ShapeUntolerated, ShapeCla
 
 // Workload is a scale workload file.
 type Workload struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Metadata   struct {
-		Name string `json:"name"`
-	} `json:"metadata"`
-	Spec WorkloadSpec `json:"spec"`
+	metav1.TypeMeta `json:",inline"`
+	Metadata        metav1.ObjectMeta `json:"metadata"`
+	Spec            WorkloadSpec      `json:"spec"`
 
 	File string `json:"-"`
 
@@ -209,8 +207,8 @@ func LoadWorkload(path string) (*Workload, error) {
 // are errors.
 func ParseWorkload(data []byte) (*Workload, error) {
 	var w Workload
-	if err := yaml.UnmarshalStrict(data, &w); err != nil {
-		return nil, fmt.Errorf("malformed: %w", err)
+	if err := apis.Decode(data, Kind, &w); err != nil {
+		return nil, err
 	}
 	if err := w.Validate(); err != nil {
 		return nil, err
@@ -223,15 +221,7 @@ func ParseWorkload(data []byte) (*Workload, error) {
 func (w *Workload) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if w.APIVersion != APIVersion {
-		add("apiVersion: want %s, got %q", APIVersion, w.APIVersion)
-	}
-	if w.Kind != Kind {
-		add("kind: want %s, got %q", Kind, w.Kind)
-	}
-	if w.Metadata.Name == "" {
-		add("metadata.name: required")
-	}
+	errs = append(errs, apis.CheckMeta(w.TypeMeta, w.Metadata, Kind)...)
 	if len(w.Spec.Mix) == 0 {
 		add("spec.mix: at least one entry is required")
 	}
