@@ -143,6 +143,20 @@ func (c *Controller) admitOnce(ctx context.Context, node *corev1.Node, onNode []
 	if reason == "" {
 		return false, nil
 	}
+	// A kubelet judges the node as it is; the informer may still show it
+	// as it was. A node Karpenter just registered lost its
+	// karpenter.sh/unregistered NoExecute taint in the write that let the
+	// scheduler bind the pod (autoscaler-facts §4.5): refused from a stale
+	// view, the pod failed, and the node was removed under it as empty.
+	fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+	if err != nil {
+		return false, ignoreNotFound(err)
+	}
+	if fresh.ResourceVersion != node.ResourceVersion {
+		if reason, msg = kubeletAdmits(fresh, admittedBefore(onNode, p), p); reason == "" {
+			return false, nil
+		}
+	}
 	wrote, err := c.rejectPod(ctx, p, reason, msg)
 	if err != nil {
 		return true, err

@@ -169,3 +169,30 @@ func TestNeighbourFailureDoesNotHoldBackSight(t *testing.T) {
 	key, _ := c.podQueue.Get()
 	require.Equal(t, "ns/gpu", key, "the neighbour is retried under its own key")
 }
+
+// The simulated kubelet judges the node as the apiserver has it: a view
+// still showing Karpenter's karpenter.sh/unregistered NoExecute taint,
+// which the write that let the scheduler bind the pod removed, refuses
+// nothing.
+func TestStaleNodeViewRefusesNothing(t *testing.T) {
+	fresh := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-gpu-1", ResourceVersion: "2"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("110")}}}
+	stale := fresh.DeepCopy()
+	stale.ResourceVersion = "1"
+	stale.Spec.Taints = []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "uid-p"},
+		Spec: corev1.PodSpec{NodeName: fresh.Name, Containers: []corev1.Container{{Name: "c"}}}}
+	cs := fake.NewClientset(fresh, pod)
+	c := &Controller{client: cs, opt: Options{Log: func(string, ...any) {}}}
+
+	refused, err := c.admitOnce(t.Context(), stale, []*corev1.Pod{pod}, pod)
+	require.NoError(t, err)
+	require.False(t, refused, "refused from a stale view of the node")
+
+	// The node as it really is still refuses.
+	cs = fake.NewClientset(stale, pod)
+	c = &Controller{client: cs, recorder: record.NewFakeRecorder(10), opt: Options{Log: func(string, ...any) {}}}
+	refused, err = c.admitOnce(t.Context(), stale, []*corev1.Pod{pod}, pod)
+	require.NoError(t, err)
+	require.True(t, refused, "a NoExecute taint the pod does not tolerate")
+}

@@ -103,6 +103,9 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 			}
 			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p) + "; the autoscaler: " + orNothing(said), nil
 		}
+		if failed(got) {
+			return false, "", fmt.Errorf("pod %s/%s failed on node %s: %s", got.Namespace, got.Name, got.Spec.NodeName, expect.Describe(got))
+		}
 		if why := got.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
 			return false, "", fmt.Errorf("pod %s/%s on node %s was allocated devices it cannot use: %s", got.Namespace, got.Name, got.Spec.NodeName, why)
 		}
@@ -116,6 +119,12 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 		return nil, fmt.Errorf("expected the autoscaler to make a node of pool %s (NodePool %s) for its Pending GPU pod: %w", p.Name, p.NodePool, err)
 	}
 	return node, nil
+}
+
+// failed reports a pod that ended: it will not run, whatever the
+// autoscaler does next.
+func failed(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
 // cannotScale is explain's word, NodePools included, when no autoscaler

@@ -92,6 +92,9 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 				pending = append(pending, got)
 				continue
 			}
+			if failed(got) {
+				return false, "", fmt.Errorf("pod %s failed on node %s: %s", got.Name, got.Spec.NodeName, expect.Describe(got))
+			}
 			running = append(running, got)
 			nodes[got.Spec.NodeName] = true
 		}
