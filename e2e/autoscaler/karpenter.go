@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -75,6 +76,9 @@ type Options struct {
 	// directory named for it, which removing the cluster also removes
 	// (a run killed with SIGKILL cannot).
 	Cluster string
+	// Log receives Karpenter's log at level info, what it decided and why
+	// (nil: errors only).
+	Log io.Writer
 }
 
 // Start runs Karpenter against the cluster, in a network namespace of its
@@ -113,10 +117,16 @@ func Start(opt Options) (*Karpenter, error) {
 		"--instance-types-file-path", typesFile,
 		// One Karpenter per cluster, and the run's own: no lease to win.
 		"--disable-leader-election",
-		"--log-level", "error",
 	}
 	log := &tail{max: 8192}
-	p, err := netns.Start(opt.Self, u.Host, dir, args, env, log)
+	var out io.Writer = log
+	if opt.Log != nil {
+		args = append(args, "--log-level", "info")
+		out = io.MultiWriter(log, opt.Log)
+	} else {
+		args = append(args, "--log-level", "error")
+	}
+	p, err := netns.Start(opt.Self, u.Host, dir, args, env, out)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -63,7 +63,7 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name})
+	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog})
 	if err != nil {
 		cancel()
 		return err

@@ -104,6 +104,9 @@ type UpOptions struct {
 	// SimulatorLog receives the in-process simulated stack's record of
 	// what it did, a timestamped line per object (nil: the run's Log).
 	SimulatorLog io.Writer
+	// AutoscalerLog receives Karpenter's log at level info (nil: only its
+	// errors, kept for when it exits).
+	AutoscalerLog io.Writer
 }
 
 // Stop ends what the run started in this process (the fakegpu controller).

@@ -73,6 +73,10 @@ type Spec struct {
 // published, each reconcile that failed.
 const SimulatorLogFile = "fakegpu.log"
 
+// AutoscalerLogFile, in a run's report directory, is Karpenter's log when
+// the fleet has autoscaled pools.
+const AutoscalerLogFile = "karpenter.log"
+
 // Output is where a run's progress goes.
 type Output = harness.Output
 
@@ -111,6 +115,16 @@ func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
 	}
 	defer simLog.Close()
 	opt.Up.SimulatorLog, opt.Attach.Up.SimulatorLog = simLog, simLog
+	if len(pl.Fleet.Autoscaled()) > 0 {
+		// Karpenter's decisions (which node for which pod, which node it
+		// removes and why), beside the stack's record.
+		kpLog, err := os.Create(filepath.Join(spec.Out, AutoscalerLogFile))
+		if err != nil {
+			return nil, err
+		}
+		defer kpLog.Close()
+		opt.Up.AutoscalerLog = kpLog
+	}
 	summary := newSummary(spec, opt.Kind(), started)
 	if spec.Existing != nil {
 		spec.Phasef("attaching to %s", spec.Existing.Kubeconfig)
