@@ -230,19 +230,14 @@ func (c *Candidate) loadMeta(data []byte) error {
 	if err := apis.Decode(data, apis.KindCandidate, &c.Meta); err != nil {
 		return err
 	}
-	// metadata.name may be left out: the directory names the candidate.
-	var errs []error
-	for _, err := range apis.CheckMeta(c.Meta.TypeMeta, c.Meta.Metadata, apis.KindCandidate) {
-		if err.Error() != "metadata.name: required" {
-			errs = append(errs, err)
-		}
+	// metadata.name defaults to the directory's name.
+	if c.Meta.Metadata.Name == "" {
+		c.Meta.Metadata.Name = c.Name
 	}
-	if len(errs) > 0 {
+	if errs := apis.CheckMeta(c.Meta.TypeMeta, c.Meta.Metadata, apis.KindCandidate); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	if c.Meta.Metadata.Name != "" {
-		c.Name = c.Meta.Metadata.Name
-	}
+	c.Name = c.Meta.Metadata.Name
 	return nil
 }
 

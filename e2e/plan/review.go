@@ -54,7 +54,7 @@ func reviewScaleFromZero(pl *Plan) []string {
 		if err != nil {
 			continue
 		}
-		if q, listed := it.Resources[res]; listed && q != "0" {
+		if _, listed := it.Resources[res]; listed {
 			continue
 		}
 		var lists []string

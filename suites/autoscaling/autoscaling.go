@@ -77,10 +77,14 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 // (autoscaler-facts §3.3) fails at once, with why, not at the timeout.
 func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
 	cs := r.Client
+	dyn, types, err := nodePoolReader(r)
+	if err != nil {
+		return nil, err
+	}
 	var node *corev1.Node
 	var judged string // the autoscaler's word explain was last asked about
 	what := fmt.Sprintf("pod %s/%s of autoscaled pool %s to run on a node the autoscaler made, with its GPU", pod.Namespace, pod.Name, p.Name)
-	err := wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
+	err = wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
 		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
@@ -93,7 +97,7 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 			}
 			if said != "" && said != judged {
 				judged = said
-				why, err := cannotScale(ctx, r, got)
+				why, err := cannotScale(ctx, dyn, types, got)
 				if err != nil {
 					return false, "", err
 				}
@@ -127,18 +131,24 @@ func failed(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
-// cannotScale is explain's word, NodePools included, when no autoscaler
-// will ever make a node for the Pending pod ("" otherwise).
-func cannotScale(ctx context.Context, r *harness.Run, pod *corev1.Pod) (string, error) {
+// nodePoolReader is what cannotScale reads NodePools with: a client and
+// the instance types the run's cloud sells.
+func nodePoolReader(r *harness.Run) (dynamic.Interface, []autoscaler.InstanceType, error) {
 	cloud, err := autoscaler.NewCloud(r.Fleet)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	nodePools, err := autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
+	return dyn, cloud.InstanceTypes(), nil
+}
+
+// cannotScale is explain's word, NodePools included, when no autoscaler
+// will ever make a node for the Pending pod ("" otherwise).
+func cannotScale(ctx context.Context, dyn dynamic.Interface, types []autoscaler.InstanceType, pod *corev1.Pod) (string, error) {
+	nodePools, err := autoscaler.NodePools(ctx, dyn, types)
 	if err != nil {
 		return "", err
 	}

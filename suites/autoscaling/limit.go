@@ -120,7 +120,7 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 				return false, seen, err
 			}
 			judged = msg
-			why, err := cannotScale(ctx, r, pending[0])
+			why, err := cannotScale(ctx, dyn, cloud.InstanceTypes(), pending[0])
 			if err != nil {
 				return false, "", err
 			}
