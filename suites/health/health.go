@@ -26,7 +26,7 @@ import (
 func TestPluginDownPodsPending(t *testing.T) {
 	c := checks.PluginDownPodsPending
 	var pool fleet.Pool
-	const podName = "while-plugin-down"
+	podName := "while-plugin-down-1"
 	f := suite.Feature(c).
 		Assess("with the device plugin down on every node of a pool, a new GPU pod for it stays Pending naming the resource", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
@@ -43,19 +43,32 @@ func TestPluginDownPodsPending(t *testing.T) {
 			if err := setPluginDown(ctx, r, pool, true); err != nil {
 				t.Fatal(err)
 			}
-			pod, err := suite.WellFormedPod(ctx, r, c.ID, pool, podName)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
-				t.Fatal(err)
-			}
 			want, err := r.Insufficient(ctx, res)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, want); err != nil {
-				t.Error(err)
+			for attempt := 1; ; attempt++ {
+				podName = fmt.Sprintf("while-plugin-down-%d", attempt)
+				pod, err := suite.WellFormedPod(ctx, r, c.ID, pool, podName)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
+					t.Fatal(err)
+				}
+				err = expect.PendingWith(ctx, r.Client, pod.Namespace, pod.Name, want)
+				if err == nil {
+					break
+				}
+				raced, rerr := placedFromOlderView(ctx, r, pod.Namespace, pod.Name, res)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				if raced == "" || attempt == staleViewAttempts {
+					t.Error(err)
+					break
+				}
+				t.Logf("%s; trying again with a new pod", raced)
 			}
 			return ctx
 		}).
@@ -78,6 +91,37 @@ func TestPluginDownPodsPending(t *testing.T) {
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
+}
+
+// staleViewAttempts bounds the pods tried when the scheduler places one
+// from a view of the pool older than the plugin going down.
+const staleViewAttempts = 3
+
+// placedFromOlderView says why a pod the scheduler placed was placed from
+// its cache's older view of the node (the node shows no allocatable res,
+// as it did before the pod was created, and the pod holds no claim DRA
+// could have served it with), or "" when the placement stands as the
+// cluster's answer. The scheduler's node informer lags the apiserver
+// under load (seen in CI: the pod went to the last node of the pool to
+// go down); a real kubelet refuses such a pod at admission, and the
+// candidate has no part in it. The pod is deleted.
+func placedFromOlderView(ctx context.Context, r *harness.Run, ns, name, res string) (string, error) {
+	p, err := r.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || p.Spec.NodeName == "" || p.Status.ExtendedResourceClaimStatus != nil || len(p.Spec.ResourceClaims) > 0 {
+		return "", err
+	}
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return "", err
+	}
+	if suite.Allocatable(n, res) != 0 {
+		return "", nil
+	}
+	zero := int64(0)
+	if err := r.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("the scheduler placed pod %s/%s onto %s, which showed 0 allocatable %s before the pod existed, with no DRA claim: its cache had not yet seen the device plugin go down", ns, name, n.Name, res), nil
 }
 
 // setPluginDown simulates the device plugin pod on every node of the pool
