@@ -94,9 +94,9 @@ var AIRequirements = []AIRequirement{
 	{
 		ID: "cluster_autoscaling", Level: "MUST",
 		// Where an autoscaler is offered: node groups of an accelerator
-		// type scale up on Pending pods that request it (access §7.4).
-		// Scale-up only so far; scale-down is not yet a check
-		// (docs/autoscaling.md).
-		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool", "autoscaling.pool-limit-holds"},
+		// type scale up on Pending pods that request it, and down
+		// (access §7.4). Scale-down is checked as the drain it must be;
+		// the removal of an idle node is not a check (docs/autoscaling.md).
+		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool", "autoscaling.pool-limit-holds", "autoscaling.scale-down-honours-pdb"},
 	},
 }

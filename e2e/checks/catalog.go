@@ -229,6 +229,10 @@ var (
 		ID: "autoscaling.pool-limit-holds", Area: AreaAutoscaling, Provider: "embedded",
 		Rule: "An autoscaled pool grows to its designed maxNodes and no further: with that many nodes full, one more pod of the pool stays Pending, the autoscaler says its NodePool is at its limit, gpupool explain says so too, and no node of another pool takes the pod.",
 	})
+	AutoscalingDrainHonoursPDB = Register(Check{
+		ID: "autoscaling.scale-down-honours-pdb", Area: AreaAutoscaling, Provider: "embedded",
+		Rule: "A node the autoscaler removes while a GPU pod runs on it is drained through eviction: under a PodDisruptionBudget that allows no disruption the pod keeps running on the draining node, its eviction is refused, and the autoscaler sets no deadline after which it deletes the pod anyway.",
+	})
 )
 
 // ExploreNoGPUWithoutAllocation tries what a container can see over the

@@ -23,6 +23,7 @@ var testenv env.Environment
 var Suite = suite.New(&testenv, suite.Funcs{},
 	TestPendingPodScalesItsOwnPool,
 	TestPoolLimitHolds,
+	TestScaleDownHonoursPDB,
 )
 
 // autoscaled is the fleet's autoscaled pools; a fleet with none skips the
