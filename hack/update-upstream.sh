@@ -6,7 +6,8 @@
 # e2e/upstream/<name>/<same path>, with the module's LICENSE, and writes
 # e2e/upstream/<name>/SOURCE: module, version and each file's sha256.
 # The gpupool binary embeds the copies, so a run needs no Go toolchain.
-#   gpu-operator: the ClusterPolicy CRD, its sample, the default MIG config
+#   gpu-operator: the ClusterPolicy CRD, its sample, the default MIG config,
+#                 and its Helm chart (deployments/gpu-operator, every file)
 #   karpenter:    the CRDs of Karpenter and of its KWOK provider
 # To move to another version: change the pin in upstream.go, run this
 # script, commit both.
@@ -41,7 +42,16 @@ copy() {
     printf 'module %s\n' "$module"
     printf 'version %s\n' "$version"
   } >"$SCRATCH/SOURCE"
-  for f in "$@" LICENSE; do
+  # A directory stands for every file under it, in a stable order.
+  local files=()
+  for f in "$@"; do
+    if [[ -d "$moddir/$f" ]]; then
+      mapfile -t -O "${#files[@]}" files < <(cd "$moddir" && find "${f%/}" -type f | LC_ALL=C sort)
+    else
+      files+=("$f")
+    fi
+  done
+  for f in "${files[@]}" LICENSE; do
     [[ -f "$moddir/$f" ]] || { log "update-upstream: $module@$version has no $f"; exit 1; }
     # install, not cp: the module cache's files are read-only, the copies not.
     install -D -m 0644 "$moddir/$f" "$SCRATCH/$f"
@@ -58,7 +68,8 @@ copy() {
 copy gpu-operator "$(pin 'const GPUOperatorModule')" "$(pin 'const gpuOperatorVersion')" \
   config/crd/bases/nvidia.com_clusterpolicies.yaml \
   config/samples/v1_clusterpolicy.yaml \
-  assets/state-mig-manager/0400_configmap.yaml
+  assets/state-mig-manager/0400_configmap.yaml \
+  deployments/gpu-operator/
 
 copy karpenter "$(pin 'const KarpenterModule')" "$(pin 'const karpenterVersion')" \
   kwok/charts/crds/karpenter.sh_nodepools.yaml \

@@ -8,6 +8,7 @@ package candidate
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,6 +31,9 @@ import (
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
+	"github.com/gpupool/gpupool/e2e/operatorchart"
+	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/versions"
 )
 
 // MetaFile is the candidate's own description, not applied to the cluster.
@@ -61,10 +66,31 @@ type MetaSpec struct {
 	// labels and taints are part of what a team changes, so a candidate
 	// may carry them. Inherited from the base unless spec.fleet is set.
 	FleetPatches []fleet.PoolPatch `json:"fleetPatches,omitempty"`
+	// GPUOperator installs the GPU Operator as a team does, from its Helm
+	// chart's values: gpupool renders the pinned chart as `helm template`
+	// would and takes the objects the stack reads (the ClusterPolicy, the
+	// device-plugin and MIG ConfigMaps) in place of hand-written ones.
+	GPUOperator *GPUOperatorValues `json:"gpuOperator,omitempty"`
 	// Breaks lists the check ids this candidate must fail (broken
 	// candidates used to prove each check can fail); empty for a candidate
 	// that should pass everything.
 	Breaks []string `json:"breaks,omitempty"`
+}
+
+// GPUOperatorValues are a GPU Operator Helm release's values, as a team
+// passes them to `helm upgrade --install gpu-operator`.
+type GPUOperatorValues struct {
+	// Version is the chart version the team installs; empty means the
+	// pinned one, and any other is refused: gpupool simulates only the
+	// GPU Operator it embeds (upstream.GPUOperatorRelease).
+	Version string `json:"version,omitempty"`
+	// Namespace is the release's (default gpu-operator).
+	Namespace string `json:"namespace,omitempty"`
+	// ValuesFiles are -f files, relative to the candidate directory; a
+	// values file there is not read as a manifest.
+	ValuesFiles []string `json:"valuesFiles,omitempty"`
+	// Set are --set expressions, applied after the files.
+	Set []string `json:"set,omitempty"`
 }
 
 // ObjectRef names one object of a candidate.
@@ -182,17 +208,31 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 	}
 
 	var errs []error
+	// candidate.yaml first: it says which files are Helm values, not
+	// manifests.
+	notManifests := map[string]bool{MetaFile: true}
+	if slices.Contains(files, MetaFile) {
+		data, err := input.ReadFile(filepath.Join(dir, MetaFile), input.MaxFileBytes)
+		if err == nil {
+			err = c.loadMeta(data)
+		}
+		if err != nil {
+			return c, fmt.Errorf("candidate %s: %w", filepath.Join(dir, MetaFile), err)
+		}
+		if op := c.Meta.Spec.GPUOperator; op != nil {
+			for _, f := range op.ValuesFiles {
+				notManifests[filepath.Clean(f)] = true
+			}
+		}
+	}
 	seen := map[string]string{}
 	for _, f := range files {
+		if notManifests[f] {
+			continue
+		}
 		data, err := input.ReadFile(filepath.Join(dir, f), input.MaxFileBytes)
 		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		if f == MetaFile {
-			if err := c.loadMeta(data); err != nil {
-				errs = append(errs, fmt.Errorf("candidate %s: %w", filepath.Join(dir, f), err))
-			}
 			continue
 		}
 		objs, err := decode(data)
@@ -214,6 +254,9 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 			seen[key] = o.Where()
 			c.Objects = append(c.Objects, o)
 		}
+	}
+	if len(errs) == 0 && c.Meta.Spec.GPUOperator != nil {
+		errs = append(errs, c.renderGPUOperator(seen)...)
 	}
 	if len(errs) == 0 {
 		if err := c.applyBase(visiting); err != nil {
@@ -239,6 +282,48 @@ func (c *Candidate) loadMeta(data []byte) error {
 	}
 	c.Name = c.Meta.Metadata.Name
 	return nil
+}
+
+// renderGPUOperator renders the GPU Operator chart from spec.gpuOperator
+// and adds the objects the stack reads to the candidate's own, after its
+// files: they replace a base's objects of the same identity, as a file
+// would, and collide with the candidate's own files.
+func (c *Candidate) renderGPUOperator(seen map[string]string) []error {
+	meta := filepath.Join(c.Dir, MetaFile)
+	op := c.Meta.Spec.GPUOperator
+	if op.Version != "" && op.Version != upstream.GPUOperatorRelease {
+		return []error{fmt.Errorf("candidate %s: spec.gpuOperator.version: %q: gpupool simulates the GPU Operator %s and renders its chart; another version's chart and operands would be simulated as %s, so it is refused (omit the version, or name %s)", meta, op.Version, upstream.GPUOperatorRelease, upstream.GPUOperatorRelease, upstream.GPUOperatorRelease)}
+	}
+	ns := cmp.Or(op.Namespace, operatorchart.DefaultNamespace)
+	rel, err := operatorchart.Render(operatorchart.Chart, ns, versions.Kube, operatorchart.Values{
+		Files: op.ValuesFiles, Set: op.Set, Dir: c.Dir, Field: "spec.gpuOperator"})
+	if err != nil {
+		return []error{fmt.Errorf("candidate %s: %w", meta, err)}
+	}
+	var errs []error
+	for _, m := range rel.ForTheStack() {
+		o := Object{Unstructured: m.Object, File: HelmSource(m.Template), Doc: m.Doc}
+		if err := validateObject(m.Object); err != nil {
+			errs = append(errs, fmt.Errorf("candidate %s: spec.gpuOperator: the chart's %s rendered with these values: %w", meta, m.Template, err))
+			continue
+		}
+		key := m.Object.GetAPIVersion() + "/" + m.Object.GetKind() + "/" + qualifiedName(m.Object)
+		if prev, dup := seen[key]; dup {
+			errs = append(errs, fmt.Errorf("candidate %s: spec.gpuOperator renders %s %s, which %s also defines: keep one", meta, m.Object.GetKind(), qualifiedName(m.Object), prev))
+			continue
+		}
+		seen[key] = o.Where()
+		c.Objects = append(c.Objects, o)
+	}
+	return errs
+}
+
+// helmSourcePrefix starts the File of an object the chart rendered.
+const helmSourcePrefix = "helm template "
+
+// HelmSource is the File of an object the GPU Operator chart rendered.
+func HelmSource(template string) string {
+	return helmSourcePrefix + operatorchart.Chart + " " + upstream.GPUOperatorRelease + ": " + template
 }
 
 // decode splits a multi-document YAML (or JSON) file into objects,
@@ -310,7 +395,9 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 	}
 	var merged []Object
 	for _, o := range base.Objects {
-		o.File = filepath.Join(spec.Base, o.File)
+		if !strings.HasPrefix(o.File, helmSourcePrefix) {
+			o.File = filepath.Join(spec.Base, o.File)
+		}
 		merged = append(merged, o)
 	}
 	for i, ref := range spec.Omit {
@@ -415,6 +502,8 @@ func (c *Candidate) WriteLoaded(dir string) error {
 	}
 	m.Metadata.Name = c.Name
 	m.Spec.Fleet, m.Spec.Base, m.Spec.Omit, m.Spec.Patches, m.Spec.FleetPatches = "", "", nil, nil, nil
+	// Rendered already: its objects are among those written.
+	m.Spec.GPUOperator = nil
 	b, err := yaml.Marshal(m)
 	if err != nil {
 		return err

@@ -32,8 +32,26 @@ const (
 // the module, the version and each file's sha256.
 const gpuOperatorDir = "gpu-operator"
 
-//go:embed gpu-operator
+// all: keeps the chart's _helpers.tpl and .helmignore, which a plain
+// directory embed leaves out.
+//
+//go:embed all:gpu-operator
 var gpuOperator embed.FS
+
+// GPUOperatorChartDir is the GPU Operator's Helm chart in its module,
+// embedded with every file (dependencies under charts/ included).
+const GPUOperatorChartDir = "deployments/gpu-operator"
+
+// GPUOperatorRelease is the GPU Operator release the pinned module is
+// (the release-25.3 branch at its v25.3.4 tag): the version a candidate
+// names its chart by. The module's Chart.yaml says v1.0.0-devel, as the
+// branch does; the release packaging sets the version, nothing else.
+const GPUOperatorRelease = "v25.3.4"
+
+// GPUOperatorChart returns the chart's files, relative to its root.
+func GPUOperatorChart() (fs.FS, error) {
+	return fs.Sub(gpuOperator, path.Join(gpuOperatorDir, GPUOperatorChartDir))
+}
 
 // GPUOperatorFile returns the contents of a file of the GPU Operator
 // module (ClusterPolicyCRD, ClusterPolicySample, DefaultMIGPartedConfig), as the pinned version ships it.
