@@ -119,3 +119,30 @@ func TestBadHelmValues(t *testing.T) {
 		})
 	}
 }
+
+// Broken candidates written as values changes break what their object
+// forms break: the stack reads the same from both, and both list the
+// same checks (make mutants holds each to its list).
+func TestHelmMutantsMatchTheirObjectForms(t *testing.T) {
+	for helmForm, objectForm := range map[string]string{
+		"broken-helm-mig-strategy-single":  "broken-mig-strategy-single",
+		"broken-helm-mig-manager-disabled": "broken-mig-manager-disabled",
+		"broken-helm-default-timesliced":   "broken-default-timesliced",
+	} {
+		t.Run(helmForm, func(t *testing.T) {
+			load := func(name string) (*Candidate, *fakegpu.Stack) {
+				c, err := Load(filepath.Join("../../manifests/candidates", name))
+				require.NoError(t, err)
+				s, err := fakegpu.StackFromObjects(c.Unstructured(), nil)
+				require.NoError(t, err)
+				require.NotNil(t, s.Policy)
+				s.Policy.ToolkitVersion = ""
+				return c, s
+			}
+			h, byHelm := load(helmForm)
+			o, byObjects := load(objectForm)
+			assert.Equal(t, byObjects, byHelm)
+			assert.Equal(t, o.Meta.Spec.Breaks, h.Meta.Spec.Breaks)
+		})
+	}
+}

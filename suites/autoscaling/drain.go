@@ -102,7 +102,7 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 	if err := guard(ctx, r, ns, name); err != nil {
 		return err
 	}
-	claim, err := nodeClaimOf(ctx, dyn, p.NodePool, node.Name)
+	claim, err := nodeClaimOf(ctx, dyn, p.NodePool, node)
 	if err != nil {
 		return err
 	}
@@ -176,18 +176,30 @@ func guard(ctx context.Context, r *harness.Run, ns, name string) error {
 	})
 }
 
-// nodeClaimOf names the NodeClaim of the NodePool whose node is node.
-func nodeClaimOf(ctx context.Context, dyn dynamic.Interface, nodePool, node string) (string, error) {
-	list, err := dyn.Resource(autoscaler.NodeClaimResource).List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + nodePool})
-	if err != nil {
-		return "", fmt.Errorf("listing the NodeClaims of NodePool %s: %w", nodePool, err)
-	}
-	for _, nc := range list.Items {
-		if n, _, _ := unstructured.NestedString(nc.Object, "status", "nodeName"); n == node {
-			return nc.GetName(), nil
+// nodeClaimOf names the NodeClaim of the NodePool that made node: by
+// the provider ID both carry from the launch on (autoscaler-facts §6.1a), as the NodeClaim's
+// status.nodeName comes only with Karpenter's registration of the node,
+// which a pod may outrun (seen under load).
+func nodeClaimOf(ctx context.Context, dyn dynamic.Interface, nodePool string, node *corev1.Node) (string, error) {
+	var name string
+	err := wait.For(ctx, fmt.Sprintf("a NodeClaim of NodePool %s for node %s (provider ID %s)", nodePool, node.Name, node.Spec.ProviderID), 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		list, err := dyn.Resource(autoscaler.NodeClaimResource).List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + nodePool})
+		if err != nil {
+			return false, "", fmt.Errorf("listing the NodeClaims of NodePool %s: %w", nodePool, err)
 		}
-	}
-	return "", fmt.Errorf("no NodeClaim of NodePool %s names node %s", nodePool, node)
+		var seen []string
+		for _, nc := range list.Items {
+			n, _, _ := unstructured.NestedString(nc.Object, "status", "nodeName")
+			id, _, _ := unstructured.NestedString(nc.Object, "status", "providerID")
+			if n == node.Name || (id != "" && id == node.Spec.ProviderID) {
+				name = nc.GetName()
+				return true, "", nil
+			}
+			seen = append(seen, nc.GetName()+" ("+orNothing(id)+")")
+		}
+		return false, "NodeClaims: " + orNothing(strings.Join(seen, ", ")), nil
+	})
+	return name, err
 }
 
 // deadlineOf is the time by which Karpenter deletes the NodeClaim's pods
