@@ -25,14 +25,19 @@ import (
 	"time"
 
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/operatorchart"
 	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/settings"
 	"github.com/gpupool/gpupool/e2e/suite"
+	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -408,7 +413,46 @@ func SnapshotCluster(ctx context.Context, e *cluster.Existing, dir string, logf 
 		return "", err
 	}
 	logf("cluster %s as configured: %d objects of GPU pool config read into %s (%s)", c.Name, len(cand.Objects), dir, cand.Fingerprint())
+	recordOperatorRelease(ctx, c.REST, dir, logf)
 	return dir, nil
+}
+
+// recordOperatorRelease writes the GPU Operator's Helm releases the
+// cluster has (chart version and values) into dir/helm, beside the
+// objects they made: the values are what the team changes, and the chart
+// version which Operator runs. A cluster whose Secrets the run may not
+// list only loses that record.
+func recordOperatorRelease(ctx context.Context, rc *rest.Config, dir string, logf func(format string, args ...any)) {
+	cs, err := kubernetes.NewForConfig(rc)
+	if err == nil {
+		var rels []operatorchart.Installed
+		if rels, err = operatorchart.FindInstalled(ctx, cs); err == nil {
+			for _, rel := range rels {
+				if err = writeRelease(filepath.Join(dir, "helm"), rel); err != nil {
+					break
+				}
+				note := ""
+				if rel.ChartVersion != upstream.GPUOperatorRelease {
+					note = "; gpupool's simulated stack and its facts are of " + upstream.GPUOperatorRelease + ", the checks read this cluster's own objects"
+				}
+				logf("the GPU Operator is Helm release %s/%s, revision %d, chart %s %s: its values are in %s%s", rel.Namespace, rel.Release, rel.Revision, rel.Chart, rel.ChartVersion, filepath.Join(dir, "helm"), note)
+			}
+		}
+	}
+	if err != nil {
+		logf("the GPU Operator's Helm release not recorded: %v", err)
+	}
+}
+
+func writeRelease(dir string, rel operatorchart.Installed) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := yaml.Marshal(rel)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, rel.Namespace+"-"+rel.Release+".yaml"), b, 0o644)
 }
 
 // loadedPlan is where a run wrote the candidate and fleet it loaded, and
