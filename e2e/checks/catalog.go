@@ -214,7 +214,7 @@ var (
 	})
 	AccessToolkitCVEFloor = Register(Check{
 		ID: "access.toolkit-meets-cve-floor", Area: AreaAccess,
-		Rule: "The NVIDIA container toolkit the ClusterPolicy deploys (spec.toolkit.version, else the Operator's own) has every confirmed CVE fix of the toolkit's hooks (v1.17.8 or later) and is not v1.18.0 or v1.18.1, which give every GPU for NVIDIA_VISIBLE_DEVICES=none.",
+		Rule: "The NVIDIA container toolkit the ClusterPolicy deploys (spec.toolkit.version, else the Operator's own) has every confirmed CVE fix of the toolkit's hooks (v1.17.8 or later) and is not v1.18.0 or v1.18.1, which give every GPU for NVIDIA_VISIBLE_DEVICES=none; a version that names no release (latest) fails too.",
 	})
 )
 
