@@ -196,3 +196,12 @@ func ParseClusterPolicy(data []byte) (ClusterPolicySettings, error) {
 }
 
 func enabled(b *bool) bool { return b == nil || *b }
+
+// OperatorRuntimeClass is the RuntimeClass the Operator creates for a
+// ClusterPolicy: named spec.operator.runtimeClass, with the handler of
+// the same name (stack-facts §6, "The RuntimeClass the Operator makes").
+// With CDI off it is the only one; the others it deletes.
+func (c ClusterPolicySettings) OperatorRuntimeClass() (name, handler string) {
+	return c.RuntimeClass, c.RuntimeClass
+}
+

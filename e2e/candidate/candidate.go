@@ -34,6 +34,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/operatorchart"
 	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/e2e/versions"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // MetaFile is the candidate's own description, not applied to the cluster.
@@ -261,6 +262,8 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 	if len(errs) == 0 {
 		if err := c.applyBase(visiting); err != nil {
 			errs = append(errs, err)
+		} else if c.Meta.Spec.GPUOperator != nil {
+			c.ensureReleaseNamespace()
 		}
 	}
 	if len(c.Objects) == 0 && len(errs) == 0 {
@@ -301,7 +304,19 @@ func (c *Candidate) renderGPUOperator(seen map[string]string) []error {
 		return []error{fmt.Errorf("candidate %s: %w", meta, err)}
 	}
 	var errs []error
-	for _, m := range rel.ForTheStack() {
+	ms := rel.ForTheStack()
+	if rc, err := operatorRuntimeClass(ms); err != nil {
+		return []error{fmt.Errorf("candidate %s: spec.gpuOperator: %w", meta, err)}
+	} else if rc != nil {
+		// The Operator makes it from the ClusterPolicy, not Helm; a
+		// candidate's own file of that name stands in for it.
+		key := rc.GetAPIVersion() + "/" + rc.GetKind() + "/" + qualifiedName(rc)
+		if _, own := seen[key]; !own {
+			seen[key] = "the GPU Operator"
+			c.Objects = append(c.Objects, Object{Unstructured: rc, File: helmSourcePrefix + operatorchart.Chart + " " + upstream.GPUOperatorRelease + ": the Operator, from the ClusterPolicy", Doc: 1})
+		}
+	}
+	for _, m := range ms {
 		o := Object{Unstructured: m.Object, File: HelmSource(m.Template), Doc: m.Doc}
 		if err := validateObject(m.Object); err != nil {
 			errs = append(errs, fmt.Errorf("candidate %s: spec.gpuOperator: the chart's %s rendered with these values: %w", meta, m.Template, err))
@@ -316,6 +331,44 @@ func (c *Candidate) renderGPUOperator(seen map[string]string) []error {
 		c.Objects = append(c.Objects, o)
 	}
 	return errs
+}
+
+// operatorRuntimeClass is the RuntimeClass the Operator makes for the
+// rendered ClusterPolicy (stack-facts §6), or nil without one.
+func operatorRuntimeClass(ms []operatorchart.Manifest) (*unstructured.Unstructured, error) {
+	for _, m := range ms {
+		if m.Object.GetKind() != "ClusterPolicy" {
+			continue
+		}
+		data, err := m.Object.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		cp, err := fakegpu.ParseClusterPolicy(data)
+		if err != nil {
+			return nil, fmt.Errorf("the chart's %s: %w", m.Template, err)
+		}
+		name, handler := cp.OperatorRuntimeClass()
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+			"metadata": map[string]any{"name": name}, "handler": handler,
+		}}, nil
+	}
+	return nil, nil
+}
+
+// ensureReleaseNamespace adds the release's namespace where no object of
+// the candidate (or its base) makes it, as `helm install
+// --create-namespace` does in the GPU Operator's install guide.
+func (c *Candidate) ensureReleaseNamespace() {
+	ns := cmp.Or(c.Meta.Spec.GPUOperator.Namespace, operatorchart.DefaultNamespace)
+	for _, o := range c.Objects {
+		if o.GetKind() == "Namespace" && o.GetName() == ns {
+			return
+		}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+	c.Objects = append([]Object{{Unstructured: u, File: helmSourcePrefix + "--create-namespace", Doc: 1}}, c.Objects...)
 }
 
 // helmSourcePrefix starts the File of an object the chart rendered.

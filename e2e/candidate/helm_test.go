@@ -146,3 +146,20 @@ func TestHelmMutantsMatchTheirObjectForms(t *testing.T) {
 		})
 	}
 }
+
+// A candidate of Helm values alone gets what the install makes: the
+// release's namespace (--create-namespace), the ClusterPolicy, and the
+// RuntimeClass the Operator then makes from it (stack-facts §6).
+func TestHelmValuesAlone(t *testing.T) {
+	dir := t.TempDir()
+	meta := "apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: c}\nspec:\n  gpuOperator: {set: [operator.runtimeClass=nvidia-gpu]}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, MetaFile), []byte(meta), 0o644))
+	c, err := Load(dir)
+	require.NoError(t, err)
+	var got []string
+	for _, o := range c.Objects {
+		got = append(got, o.GetKind()+" "+o.GetName())
+	}
+	assert.Equal(t, []string{"Namespace gpu-operator", "RuntimeClass nvidia-gpu", "ClusterPolicy cluster-policy"}, got)
+	assert.Equal(t, "nvidia-gpu", c.Objects[1].Object["handler"])
+}
