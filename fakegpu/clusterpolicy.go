@@ -204,4 +204,3 @@ func enabled(b *bool) bool { return b == nil || *b }
 func (c ClusterPolicySettings) OperatorRuntimeClass() (name, handler string) {
 	return c.RuntimeClass, c.RuntimeClass
 }
-
