@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -127,7 +126,10 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 		if !hasTaint(n, taintDisrupted) {
 			return false, "node not yet tainted " + taintDisrupted, nil
 		}
-		drain := nodeEvent(ctx, r, n, reasonFailedDraining)
+		drain, err := karpenterSays(ctx, r, "", "Node", n.Name, string(n.UID), reasonFailedDraining)
+		if err != nil {
+			return false, "", err
+		}
 		if drain == "" {
 			return false, "node tainted " + taintDisrupted + ", no drain reported yet", nil
 		}
@@ -246,34 +248,11 @@ func evictionRefused(ctx context.Context, r *harness.Run, ns, name string) (bool
 	}
 }
 
-// nodeEvent is the newest message of an event of reason on the node, or "".
-func nodeEvent(ctx context.Context, r *harness.Run, n *corev1.Node, reason string) string {
-	return newestEvent(ctx, r, "", "Node", n.Name, string(n.UID), reason)
-}
-
-// podEvent says what the pod's newest event of reason says, as ": the
-// autoscaler said ...", or "".
+// podEvent says what Karpenter's newest event of reason on the pod says,
+// as ": the autoscaler said ...", or "".
 func podEvent(ctx context.Context, r *harness.Run, p *corev1.Pod, reason string) string {
-	if msg := newestEvent(ctx, r, p.Namespace, "Pod", p.Name, string(p.UID), reason); msg != "" {
+	if msg, err := karpenterSays(ctx, r, p.Namespace, "Pod", p.Name, string(p.UID), reason); err == nil && msg != "" {
 		return fmt.Sprintf(": the autoscaler said %q", msg)
 	}
 	return ""
-}
-
-func newestEvent(ctx context.Context, r *harness.Run, ns, kind, name, uid, reason string) string {
-	evs, err := r.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
-		fields.OneTermEqualSelector("involvedObject.kind", kind),
-		fields.OneTermEqualSelector("involvedObject.name", name),
-		fields.OneTermEqualSelector("involvedObject.uid", uid),
-		fields.OneTermEqualSelector("reason", reason)).String()})
-	if err != nil {
-		return ""
-	}
-	var newest corev1.Event
-	for _, e := range evs.Items {
-		if newest.Message == "" || e.LastTimestamp.After(newest.LastTimestamp.Time) {
-			newest = e
-		}
-	}
-	return strings.TrimSpace(newest.Message)
 }

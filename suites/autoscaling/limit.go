@@ -214,10 +214,17 @@ func overAdvertised(ctx context.Context, r *harness.Run, nodes map[string]bool, 
 // autoscalerSays is the newest word of the autoscaler on a pod it could
 // not place (Karpenter's FailedScheduling event), or "".
 func autoscalerSays(ctx context.Context, r *harness.Run, p *corev1.Pod) (string, error) {
-	evs, err := r.Client.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
-		fields.OneTermEqualSelector("involvedObject.name", p.Name),
-		fields.OneTermEqualSelector("involvedObject.uid", string(p.UID)),
-		fields.OneTermEqualSelector("reason", "FailedScheduling")).String()})
+	return karpenterSays(ctx, r, p.Namespace, "Pod", p.Name, string(p.UID), "FailedScheduling")
+}
+
+// karpenterSays is the message of Karpenter's newest event of reason on
+// an object, or "".
+func karpenterSays(ctx context.Context, r *harness.Run, ns, kind, name, uid, reason string) (string, error) {
+	evs, err := r.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector("involvedObject.kind", kind),
+		fields.OneTermEqualSelector("involvedObject.name", name),
+		fields.OneTermEqualSelector("involvedObject.uid", uid),
+		fields.OneTermEqualSelector("reason", reason)).String()})
 	if err != nil {
 		return "", err
 	}
@@ -230,7 +237,7 @@ func autoscalerSays(ctx context.Context, r *harness.Run, p *corev1.Pod) (string,
 			newest = e
 		}
 	}
-	return newest.Message, nil
+	return strings.TrimSpace(newest.Message), nil
 }
 
 func sortedNames(set map[string]bool) []string {
