@@ -208,8 +208,13 @@ func runMutant(ctx context.Context, plan *plan.Plan, provider string, suites []*
 	if len(want) == 0 {
 		return mutants.Verdict{Name: plan.Candidate.Name, Result: mutants.NotRun, Detail: "it breaks only checks another provider makes"}, nil
 	}
+	// Each mutant says its own phase: side by side, one status would
+	// name whichever spoke last.
+	name := plan.Candidate.Name
+	defer jobDone(name)
+	o := runner.Output{Log: output.Log, Phase: func(format string, args ...any) { jobPhase(name, format, args...) }}
 	s, err := runner.Execute(ctx, runner.Spec{ID: harness.NewRunName(), Plan: plan, Suites: suites, Out: out, Provider: provider,
-		Explore: runner.Exploration(ex), SuiteParallelism: suiteParallelism, Quiet: quiet, Output: output})
+		Explore: runner.Exploration(ex), SuiteParallelism: suiteParallelism, Quiet: quiet, Output: o})
 	if err != nil {
 		return mutants.Verdict{Name: plan.Candidate.Name}, err
 	}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,15 @@ type statusLine struct {
 	// the latest was written.
 	plain    bool
 	lastLine time.Time
+	// jobs: work running side by side (mutants with --parallel), each
+	// with its own phase; while any runs, they are the status.
+	jobs []*job
+}
+
+// job is one of several things a command runs side by side.
+type job struct {
+	name, phase string
+	since       time.Time
 }
 
 const syncMark = "\x00gpupool-status-sync"
@@ -78,9 +89,9 @@ func startStatus() (stop func()) {
 				s.mu.Lock()
 				s.tick++
 				s.draw()
-				if s.plain && s.phase != "" && time.Since(s.lastLine) >= heartbeat {
-					fmt.Fprintf(s.tty, "[%s] still %s: %s so far (%s in all)\n", time.Now().Format("15:04:05"), s.phase,
-						time.Since(s.since).Round(time.Second), time.Since(s.start).Round(time.Second))
+				if now := s.current(); s.plain && now != "" && time.Since(s.lastLine) >= heartbeat {
+					fmt.Fprintf(s.tty, "[%s] still %s (%s in all)\n", time.Now().Format("15:04:05"), now,
+						time.Since(s.start).Round(time.Second))
 					s.lastLine = time.Now()
 				}
 				s.mu.Unlock()
@@ -129,19 +140,69 @@ func (s *statusLine) draw() {
 	if s.plain {
 		return
 	}
-	phase := s.phase
-	if phase == "" {
+	now := s.current()
+	if now == "" {
 		fmt.Fprint(s.tty, "\r\033[K") // nothing going on: no line
 		return
 	}
-	line := fmt.Sprintf("%c %s · %s (%s in all)", spinner[s.tick%len(spinner)], phase,
-		time.Since(s.since).Round(time.Second), time.Since(s.start).Round(time.Second))
+	line := fmt.Sprintf("%c %s (%s in all)", spinner[s.tick%len(spinner)], now, time.Since(s.start).Round(time.Second))
 	if w, _, err := term.GetSize(int(s.tty.Fd())); err == nil && w > 1 {
 		if r := []rune(line); len(r) >= w {
 			line = string(r[:w-1])
 		}
 	}
 	fmt.Fprintf(s.tty, "\r\033[K%s", line)
+}
+
+// current is what is going on and for how long: each job's phase while
+// jobs run, else the phase; "" when nothing is. s.mu held.
+func (s *statusLine) current() string {
+	if len(s.jobs) > 0 {
+		parts := make([]string, len(s.jobs))
+		for i, j := range s.jobs {
+			parts[i] = fmt.Sprintf("%s: %s, %s so far", j.name, j.phase, time.Since(j.since).Round(time.Second))
+		}
+		return strings.Join(parts, "; ")
+	}
+	if s.phase == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s: %s so far", s.phase, time.Since(s.since).Round(time.Second))
+}
+
+// jobPhase says what job name, one of several side by side, does now; a
+// new name joins the status after those already there.
+func jobPhase(name, format string, args ...any) {
+	s := status.Load()
+	if s == nil {
+		return
+	}
+	phase := fmt.Sprintf(format, args...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		if j.name == name {
+			if j.phase != phase {
+				j.phase, j.since = phase, time.Now()
+			}
+			s.draw()
+			return
+		}
+	}
+	s.jobs = append(s.jobs, &job{name: name, phase: phase, since: time.Now()})
+	s.draw()
+}
+
+// jobDone takes a finished job out of the status.
+func jobDone(name string) {
+	s := status.Load()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs = slices.DeleteFunc(s.jobs, func(j *job) bool { return j.name == name })
+	s.draw()
 }
 
 // setPhase says what the run does now (on a terminal the status line,
