@@ -103,7 +103,7 @@ func scaleCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := w.CheckPools(runner.PoolInfos(pl)); err != nil {
+			if err := scale.CheckPools(w, runner.PoolInfos(pl)); err != nil {
 				return err
 			}
 			if sizes != nil {

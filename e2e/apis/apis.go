@@ -7,8 +7,8 @@
 // strict decoding. Unknown and duplicate fields are errors, a file holds
 // one document, and a document of another kind is said to be one rather
 // than reported as a list of unknown fields. Each kind's own fields,
-// defaults and validation stay with the package that uses them (fleet,
-// candidate, scale).
+// defaults and validation are in the version package, v1alpha1; fleet,
+// candidate and scale use them.
 package apis
 
 import (

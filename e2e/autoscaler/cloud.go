@@ -49,10 +49,6 @@ func InstanceTypeFor(p fleet.Pool) (InstanceType, error) {
 	if p.GPUsPerNode <= 0 {
 		return InstanceType{}, fmt.Errorf("pool %s: gpusPerNode must be positive for an instance type, got %d", p.Name, p.GPUsPerNode)
 	}
-	pods := p.MaxPods
-	if pods == 0 {
-		pods = 110
-	}
 	return InstanceType{
 		Name: fmt.Sprintf("sim-%s-x%d", sku.Key, p.GPUsPerNode),
 		// One zone, on demand; a price per GPU, so a NodePool offered
@@ -61,19 +57,12 @@ func InstanceTypeFor(p fleet.Pool) (InstanceType, error) {
 		Architecture:     "amd64",
 		OperatingSystems: []string{"linux"},
 		Resources: map[string]string{
-			"cpu":            orDefault(p.CPU, "64"),
-			"memory":         orDefault(p.Memory, "512Gi"),
-			"pods":           strconv.Itoa(pods),
+			"cpu":            p.NodeCPU(),
+			"memory":         p.NodeMemory(),
+			"pods":           strconv.Itoa(p.NodeMaxPods()),
 			"nvidia.com/gpu": strconv.Itoa(p.GPUsPerNode),
 		},
 	}, nil
-}
-
-func orDefault(v, d string) string {
-	if v == "" {
-		return d
-	}
-	return v
 }
 
 // Groups of Karpenter's API and its KWOK provider's.

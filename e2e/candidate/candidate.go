@@ -8,7 +8,6 @@ package candidate
 
 import (
 	"bytes"
-	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,13 +21,12 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/apis"
-	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/apis/v1alpha1"
 	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/mergepatch"
 	"github.com/gpupool/gpupool/e2e/operatorchart"
@@ -40,82 +38,19 @@ import (
 // MetaFile is the candidate's own description, not applied to the cluster.
 const MetaFile = "candidate.yaml"
 
-// Meta is candidate.yaml (gpupool.dev/v1alpha1, kind Candidate).
-type Meta struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        metav1.ObjectMeta `json:"metadata"`
-	Spec            MetaSpec          `json:"spec"`
-}
+// The candidate.yaml format's types, by their names here (v1alpha1 holds
+// them): Meta is candidate.yaml, kind Candidate.
+type (
+	Meta              = v1alpha1.Candidate
+	MetaSpec          = v1alpha1.CandidateSpec
+	GPUOperatorValues = v1alpha1.GPUOperatorValues
+	ObjectRef         = v1alpha1.ObjectRef
+	Patch             = v1alpha1.Patch
+)
 
-// MetaSpec says what the candidate is for.
-type MetaSpec struct {
-	Description string `json:"description,omitempty"`
-	// Fleet is the fleet file the candidate is meant for, relative to the
-	// candidate directory.
-	Fleet string `json:"fleet,omitempty"`
-	// Base is another candidate directory (relative to this one) whose
-	// manifests this candidate starts from; its own files come after, and
-	// replace base objects of the same kind, namespace and name. A broken
-	// candidate is the reference plus one small candidate.yaml.
-	Base string `json:"base,omitempty"`
-	// Omit drops objects of the base.
-	Omit []ObjectRef `json:"omit,omitempty"`
-	// Patches change objects (of the base or this candidate) with a JSON
-	// merge patch (RFC 7386).
-	Patches []Patch `json:"patches,omitempty"`
-	// FleetPatches change pools of the fleet the candidate runs on: node
-	// labels and taints are part of what a team changes, so a candidate
-	// may carry them. Inherited from the base unless spec.fleet is set.
-	FleetPatches []fleet.PoolPatch `json:"fleetPatches,omitempty"`
-	// GPUOperator installs the GPU Operator as a team does, from its Helm
-	// chart's values: gpupool renders the pinned chart as `helm template`
-	// would and takes the objects the stack reads (the ClusterPolicy, the
-	// device-plugin and MIG ConfigMaps) in place of hand-written ones.
-	GPUOperator *GPUOperatorValues `json:"gpuOperator,omitempty"`
-	// Breaks lists the check ids this candidate must fail (broken
-	// candidates used to prove each check can fail); empty for a candidate
-	// that should pass everything.
-	Breaks []string `json:"breaks,omitempty"`
-}
-
-// GPUOperatorValues are a GPU Operator Helm release's values, as a team
-// passes them to `helm upgrade --install gpu-operator`.
-type GPUOperatorValues struct {
-	// Version is the chart version the team installs; empty means the
-	// pinned one, and any other is refused: gpupool simulates only the
-	// GPU Operator it embeds (upstream.GPUOperatorRelease).
-	Version string `json:"version,omitempty"`
-	// Namespace is the release's (default gpu-operator).
-	Namespace string `json:"namespace,omitempty"`
-	// ValuesFiles are -f files, relative to the candidate directory; a
-	// values file there is not read as a manifest.
-	ValuesFiles []string `json:"valuesFiles,omitempty"`
-	// Set are --set expressions, applied after the files.
-	Set []string `json:"set,omitempty"`
-}
-
-// ObjectRef names one object of a candidate.
-type ObjectRef struct {
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-	Namespace string `json:"namespace,omitempty"`
-}
-
-func (r ObjectRef) String() string {
-	if r.Namespace != "" {
-		return r.Kind + " " + r.Namespace + "/" + r.Name
-	}
-	return r.Kind + " " + r.Name
-}
-
-func (r ObjectRef) matches(u *unstructured.Unstructured) bool {
+// matches reports whether r names u.
+func matches(r ObjectRef, u *unstructured.Unstructured) bool {
 	return u.GetKind() == r.Kind && u.GetName() == r.Name && (r.Namespace == "" || u.GetNamespace() == r.Namespace)
-}
-
-// Patch is a JSON merge patch for one object.
-type Patch struct {
-	Target ObjectRef      `json:"target"`
-	Patch  map[string]any `json:"patch"`
 }
 
 // Object is one manifest document with where it came from.
@@ -272,18 +207,14 @@ func load(dir string, visiting map[string]bool) (*Candidate, error) {
 	return c, errors.Join(errs...)
 }
 
+// loadMeta reads candidate.yaml, whose metadata.name defaults to the
+// directory's name.
 func (c *Candidate) loadMeta(data []byte) error {
-	if err := apis.Decode(data, apis.KindCandidate, &c.Meta); err != nil {
+	m, err := v1alpha1.DecodeCandidateIn(data, c.Name)
+	if err != nil {
 		return err
 	}
-	// metadata.name defaults to the directory's name.
-	if c.Meta.Metadata.Name == "" {
-		c.Meta.Metadata.Name = c.Name
-	}
-	if errs := apis.CheckMeta(c.Meta.TypeMeta, c.Meta.Metadata, apis.KindCandidate); len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	c.Name = c.Meta.Metadata.Name
+	c.Meta, c.Name = *m, m.Metadata.Name
 	return nil
 }
 
@@ -297,7 +228,7 @@ func (c *Candidate) renderGPUOperator(seen map[string]string) []error {
 	if op.Version != "" && op.Version != upstream.GPUOperatorRelease {
 		return []error{fmt.Errorf("candidate %s: spec.gpuOperator.version: %q: gpupool simulates the GPU Operator %s and renders its chart; another version's chart and operands would be simulated as %s, so it is refused (omit the version, or name %s)", meta, op.Version, upstream.GPUOperatorRelease, upstream.GPUOperatorRelease, upstream.GPUOperatorRelease)}
 	}
-	ns := cmp.Or(op.Namespace, operatorchart.DefaultNamespace)
+	ns := op.ReleaseNamespace()
 	rel, err := operatorchart.Render(operatorchart.Chart, ns, versions.Kube, operatorchart.Values{
 		Files: op.ValuesFiles, Set: op.Set, Dir: c.Dir, Field: "spec.gpuOperator"})
 	if err != nil {
@@ -361,7 +292,7 @@ func operatorRuntimeClass(ms []operatorchart.Manifest) (*unstructured.Unstructur
 // the candidate (or its base) makes it, as `helm install
 // --create-namespace` does in the GPU Operator's install guide.
 func (c *Candidate) ensureReleaseNamespace() {
-	ns := cmp.Or(c.Meta.Spec.GPUOperator.Namespace, operatorchart.DefaultNamespace)
+	ns := c.Meta.Spec.GPUOperator.ReleaseNamespace()
 	for _, o := range c.Objects {
 		if o.GetKind() == "Namespace" && o.GetName() == ns {
 			return
@@ -427,9 +358,6 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 	spec := c.Meta.Spec
 	meta := filepath.Join(c.Dir, MetaFile)
 	if spec.Base == "" {
-		if len(spec.Omit) > 0 {
-			return fmt.Errorf("candidate %s: spec.omit needs spec.base", meta)
-		}
 		return c.applyPatches(meta)
 	}
 	baseDir := spec.Base
@@ -444,7 +372,7 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 		if base.FleetPath() != "" {
 			c.Meta.Spec.Fleet, _ = filepath.Abs(base.FleetPath())
 		}
-		c.Meta.Spec.FleetPatches = append(append([]fleet.PoolPatch(nil), base.Meta.Spec.FleetPatches...), spec.FleetPatches...)
+		c.Meta.Spec.FleetPatches = append(append([]v1alpha1.PoolPatch(nil), base.Meta.Spec.FleetPatches...), spec.FleetPatches...)
 	}
 	var merged []Object
 	for _, o := range base.Objects {
@@ -457,7 +385,7 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 		kept := merged[:0]
 		found := false
 		for _, o := range merged {
-			if ref.matches(o.Unstructured) {
+			if matches(ref, o.Unstructured) {
 				found = true
 				continue
 			}
@@ -487,7 +415,7 @@ func (c *Candidate) applyPatches(meta string) error {
 	for i, p := range c.Meta.Spec.Patches {
 		found := false
 		for _, o := range c.Objects {
-			if p.Target.matches(o.Unstructured) {
+			if matches(p.Target, o.Unstructured) {
 				o.Object = mergepatch.Apply(o.Object, p.Patch).(map[string]any)
 				found = true
 			}

@@ -6,6 +6,7 @@ package candidate
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -100,4 +101,31 @@ spec:
 	_, err = Load(bad)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.omit[0]: the base has no Namespace zzz")
+}
+
+// The refused candidate.yaml files of e2e/apis/v1alpha1/testdata/invalid
+// are refused by Load too, in a directory with a manifest, with the same
+// errors and the file named.
+func TestLoadRefusesInvalidMeta(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "apis", "v1alpha1", "testdata", "invalid", "candidate-*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, p := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(p), ".yaml"), func(t *testing.T) {
+			data, err := os.ReadFile(p)
+			require.NoError(t, err)
+			dir := writeFiles(t, map[string]string{
+				MetaFile:     string(data),
+				"10-cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: b}\n",
+			})
+			_, err = Load(dir)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), filepath.Join(dir, MetaFile))
+			for _, line := range strings.Split(string(data), "\n") {
+				if w, ok := strings.CutPrefix(line, "# want: "); ok {
+					assert.Contains(t, err.Error(), w)
+				}
+			}
+		})
+	}
 }

@@ -44,14 +44,14 @@ type CreateStats struct {
 }
 
 // Create makes every node of the fleet and waits until all are Ready.
-func (f *Fleet) Create(ctx context.Context, cs kubernetes.Interface, opt CreateOptions) (CreateStats, error) {
+func Create(ctx context.Context, f *Fleet, cs kubernetes.Interface, opt CreateOptions) (CreateStats, error) {
 	if opt.Workers == 0 {
 		opt.Workers = 16
 	}
 	if opt.ReadyTimeout == 0 {
 		opt.ReadyTimeout = 2 * time.Minute
 	}
-	specs := f.NodeSpecs()
+	specs := NodeSpecs(f)
 	nodes := make([]*corev1.Node, len(specs))
 	for i, s := range specs {
 		n, err := s.Node()

@@ -121,7 +121,7 @@ func TestDRAPoolNodes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &Fleet{Spec: Spec{Pools: []Pool{{Name: "dra", SKU: "h100-80gb", Nodes: 1, GPUsPerNode: 8, Labels: tc.labels,
 				DRA: &DRA{Mode: fakegpu.DRAWholeGPU, ConsumableShares: "4"}}}}}
-			n, err := f.NodeSpecs()[0].Node()
+			n, err := NodeSpecs(f)[0].Node()
 			require.NoError(t, err)
 			assert.Equal(t, fakegpu.DRAWholeGPU, n.Annotations[fakegpu.AnnotationDRA])
 			assert.Equal(t, "4", n.Annotations[fakegpu.AnnotationDRAShares])
@@ -143,7 +143,7 @@ func TestNodeSpecsSplitTrustDomains(t *testing.T) {
         - {name: b, nodes: 2, labels: {trust: b}}
 `))
 	require.NoError(t, err)
-	specs := f.NodeSpecs()
+	specs := NodeSpecs(f)
 	require.Len(t, specs, 3)
 	var got []string
 	for _, s := range specs {
@@ -168,7 +168,7 @@ func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
 	require.NoError(t, err)
 	l4Before, _ := f.Pool("gpu-l4-shared")
 
-	got, err := f.Patched("c/candidate.yaml", []PoolPatch{{Pool: "gpu-l4-shared", Patch: map[string]any{"taints": []any{}}}})
+	got, err := Patched(f, "c/candidate.yaml", []PoolPatch{{Pool: "gpu-l4-shared", Patch: map[string]any{"taints": []any{}}}})
 	require.NoError(t, err)
 	l4, _ := got.Pool("gpu-l4-shared")
 	assert.Empty(t, l4.Taints, "the patched pool lost its taints")
@@ -177,7 +177,7 @@ func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
 	assert.Equal(t, l4Before, again, "the original fleet is unchanged")
 
 	// An autoscaled pool is patched as a fixed one is.
-	got, err = f.Patched("c/candidate.yaml", []PoolPatch{{Pool: "gpu-h100-burst", Patch: map[string]any{"maxNodes": 3}}})
+	got, err = Patched(f, "c/candidate.yaml", []PoolPatch{{Pool: "gpu-h100-burst", Patch: map[string]any{"maxNodes": 3}}})
 	require.NoError(t, err)
 	burst, ok := got.AutoscaledPoolFor("gpu-h100-burst")
 	require.True(t, ok)
@@ -199,7 +199,7 @@ func TestPatchedChangesOnePoolAndRevalidates(t *testing.T) {
 			[]string{"as patched by c/candidate.yaml", "spec.pools[0] (gpu-h100-exclusive).sku", `unknown GPU SKU "h900"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.Patched("c/candidate.yaml", []PoolPatch{tc.patch})
+			_, err := Patched(f, "c/candidate.yaml", []PoolPatch{tc.patch})
 			require.Error(t, err)
 			for _, w := range tc.want {
 				assert.Contains(t, err.Error(), w)
@@ -223,7 +223,7 @@ func TestDeclaredImagesReachGPUNodes(t *testing.T) {
 	v, ok := f.Spec.Images[0].SetsVisibleDevices()
 	assert.True(t, ok)
 	assert.Equal(t, "all", v)
-	for _, ns := range f.NodeSpecs() {
+	for _, ns := range NodeSpecs(f) {
 		n, err := ns.Node()
 		require.NoError(t, err)
 		env, err := fakegpu.DecodeImageEnvs(n.Annotations)
@@ -243,7 +243,7 @@ func TestWriteFileLoadsBackTheSameFleet(t *testing.T) {
 		f, err := Load(filepath.Join("..", "..", "manifests", "fleets", name))
 		require.NoError(t, err, name)
 		path := filepath.Join(t.TempDir(), "fleet.yaml")
-		require.NoError(t, f.WriteFile(path), name)
+		require.NoError(t, WriteFile(f, path), name)
 		back, err := Load(path)
 		require.NoError(t, err, name)
 		back.File = f.File

@@ -24,7 +24,7 @@ func FuzzParse(f *testing.F) {
 		if fl.TotalNodes() > 2000 {
 			return // valid, and too many nodes to expand on every input
 		}
-		for _, ns := range fl.NodeSpecs() {
+		for _, ns := range NodeSpecs(fl) {
 			if _, err := ns.Node(); err != nil {
 				t.Fatalf("an accepted fleet's node %s does not build: %v", ns.Name, err)
 			}

@@ -35,8 +35,8 @@ type NodeSpec struct {
 	Images fakegpu.ImageEnvs
 }
 
-// NodeSpecs expands the pools into one entry per node.
-func (f *Fleet) NodeSpecs() []NodeSpec {
+// NodeSpecs expands the fleet's pools into one entry per node.
+func NodeSpecs(f *Fleet) []NodeSpec {
 	var out []NodeSpec
 	images := f.ImageEnvs()
 	for _, p := range f.Spec.Pools {
@@ -110,10 +110,7 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 		}
 	}
 
-	cpu, mem, pods := orDefault(p.CPU, "64"), orDefault(p.Memory, "512Gi"), p.MaxPods
-	if pods == 0 {
-		pods = 110
-	}
+	cpu, mem, pods := p.NodeCPU(), p.NodeMemory(), p.NodeMaxPods()
 	capacity := corev1.ResourceList{}
 	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem, corev1.ResourcePods: strconv.Itoa(pods)} {
 		q, err := resource.ParseQuantity(v)
@@ -144,13 +141,6 @@ func (s NodeSpec) Node() (*corev1.Node, error) {
 			Conditions: bornConditions(),
 		},
 	}, nil
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
 }
 
 func bornConditions() []corev1.NodeCondition {

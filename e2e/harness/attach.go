@@ -213,7 +213,7 @@ func (r *Run) simulatePools(ctx context.Context, opt AttachOptions) error {
 		delete(n.Annotations, fleet.AnnotationKwokNode)
 		return advertise(n)
 	}
-	stats, err := r.Fleet.Create(ctx, r.Client, fopt)
+	stats, err := fleet.Create(ctx, r.Fleet, r.Client, fopt)
 	if err != nil {
 		if r.kwok != nil {
 			if kerr := r.kwok.Err(); kerr != nil {

@@ -305,7 +305,7 @@ func (r *Run) Provision(ctx context.Context) error {
 		hash := r.GPUStack.ConfigHash()
 		fopt.Prepare = func(n *corev1.Node) error { return r.advertised(n, hash) }
 	}
-	stats, err := r.Fleet.Create(ctx, r.Client, fopt)
+	stats, err := fleet.Create(ctx, r.Fleet, r.Client, fopt)
 	if err != nil {
 		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
 	}

@@ -43,10 +43,6 @@ import (
 // Chart names the chart as a release is installed from it.
 const Chart = "gpu-operator"
 
-// DefaultNamespace is the namespace the GPU Operator's install guide
-// installs the release into.
-const DefaultNamespace = "gpu-operator"
-
 // Values are a release's values as a team gives them to helm: values
 // files (-f), then --set expressions, later ones winning.
 type Values struct {

@@ -9,11 +9,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gpupool/gpupool/e2e/apis/v1alpha1"
 )
 
 func render(t *testing.T, set ...string) *Release {
 	t.Helper()
-	rel, err := Render(Chart, DefaultNamespace, "v1.37.2", Values{Set: set, Field: "spec.gpuOperator"})
+	rel, err := Render(Chart, v1alpha1.DefaultGPUOperatorNamespace, "v1.37.2", Values{Set: set, Field: "spec.gpuOperator"})
 	require.NoError(t, err)
 	return rel
 }
@@ -55,7 +57,7 @@ func TestDevicePluginConfigMap(t *testing.T) {
 	cm := find(rel.ForTheStack(), "ConfigMap")
 	require.NotNil(t, cm)
 	assert.Equal(t, "dp", cm.GetName())
-	assert.Equal(t, DefaultNamespace, cm.GetNamespace())
+	assert.Equal(t, v1alpha1.DefaultGPUOperatorNamespace, cm.GetNamespace())
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	assert.Equal(t, map[string]string{"any": "version: v1"}, data)
 	cp := find(rel.ForTheStack(), "ClusterPolicy")

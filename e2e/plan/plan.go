@@ -66,7 +66,7 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if fl, err = fl.Patched(filepath.Join(cand.Dir, candidate.MetaFile), cand.Meta.Spec.FleetPatches); err != nil {
+	if fl, err = fleet.Patched(fl, filepath.Join(cand.Dir, candidate.MetaFile), cand.Meta.Spec.FleetPatches); err != nil {
 		return nil, err
 	}
 	defaultMIG, err := DefaultMIGPartedConfig()
@@ -82,7 +82,7 @@ func Prepare(fleetPath, candidateDir string) (*Plan, error) {
 	}
 	// Build every node now: a pool that cannot be built fails here, not
 	// halfway through creating the fleet.
-	for _, s := range fl.NodeSpecs() {
+	for _, s := range fleet.NodeSpecs(fl) {
 		if _, err := s.Node(); err != nil {
 			return nil, fmt.Errorf("fleet %s: %w", fl.File, err)
 		}

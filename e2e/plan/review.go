@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
+	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -132,7 +133,7 @@ func reviewDevicePluginKeys(pl *Plan) []string {
 	var out []string
 	selected := map[string]bool{s.Policy.DevicePluginDefault: true}
 	seen := map[string]bool{}
-	for _, spec := range pl.Fleet.NodeSpecs() {
+	for _, spec := range fleet.NodeSpecs(pl.Fleet) {
 		if seen[spec.Pool.Name] {
 			continue
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/cluster"
+	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/operatorchart"
 	"github.com/gpupool/gpupool/e2e/plan"
@@ -477,7 +478,7 @@ func writeLoaded(spec Spec, r *harness.Run) (loadedPlan, error) {
 	if err := r.Candidate.WriteLoaded(l.candidate); err != nil {
 		return l, fmt.Errorf("writing the loaded candidate into %s: %w", l.candidate, err)
 	}
-	if err := r.Fleet.WriteFile(l.fleet); err != nil {
+	if err := fleet.WriteFile(r.Fleet, l.fleet); err != nil {
 		return l, fmt.Errorf("writing the loaded fleet into %s: %w", l.fleet, err)
 	}
 	if err := suiteSettings(spec, l).WriteFile(l.settings); err != nil {

@@ -371,10 +371,7 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := ph.Timeout.Duration
-	if timeout == 0 {
-		timeout = 5 * time.Minute
-	}
+	timeout := ph.WaitTimeout()
 	if ph.DeletePending {
 		if pr.DeletedPending, err = r.deletePending(ctx, timeout); err != nil {
 			return nil, err

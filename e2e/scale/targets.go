@@ -5,11 +5,8 @@ package scale
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Figure is one measured value next to what it is held against. Targets
@@ -26,167 +23,8 @@ type Figure struct {
 	Anchor string `json:"anchor,omitempty"`
 }
 
-// Thresholds are a workload's targets, as data beside the work they judge
-// (scheduler_perf's `threshold:`). Each carries a Scope: a target is set
-// for one fleet size, and a run of another size is not held against it.
-
-// Scope says at which size of run a threshold applies. A bound left out
-// (0) does not limit; all set bounds must hold.
-type Scope struct {
-	// MinNodes and MaxNodes bound the fleet's node count, both inclusive.
-	MinNodes int `json:"minNodes,omitempty"`
-	MaxNodes int `json:"maxNodes,omitempty"`
-	// MinPods: in a phase's threshold, the pods the phase created; in the
-	// workload's, the most pods of the run alive at a phase's end.
-	MinPods int `json:"minPods,omitempty"`
-}
-
-// LatencyThreshold holds a figure in seconds to at most Max.
-type LatencyThreshold struct {
-	Max Duration `json:"max"`
-	Scope
-}
-
-// ThroughputThreshold holds a figure in pods/s to at least Min.
-type ThroughputThreshold struct {
-	Min float64 `json:"min"`
-	Scope
-}
-
-// MemoryThreshold holds a figure in bytes to at most Max (e.g. 6Gi).
-type MemoryThreshold struct {
-	Max resource.Quantity `json:"max"`
-	Scope
-}
-
-// CountThreshold holds a count to at most Max (a pointer: 0 is a target).
-type CountThreshold struct {
-	Max *int `json:"max"`
-	Scope
-}
-
-// PhaseThreshold is a phase's targets; which it may carry depends on its
-// opcode (phaseThresholds).
-type PhaseThreshold struct {
-	// SchedulingThroughput: the Average, pods/s (burst).
-	SchedulingThroughput *ThroughputThreshold `json:"schedulingThroughput,omitempty"`
-	// CreateToScheduledP99: create→scheduled Perc99 (burst, churn).
-	CreateToScheduledP99 *LatencyThreshold `json:"createToScheduledP99,omitempty"`
-	// MutatingP99: the apiserver's mutating calls' Perc99 over the phase
-	// (any opcode).
-	MutatingP99 *LatencyThreshold `json:"mutatingP99,omitempty"`
-}
-
-// WorkloadThreshold is the targets of figures of the whole run.
-type WorkloadThreshold struct {
-	// NodesReady: fleet creation until every node is Ready.
-	NodesReady *LatencyThreshold `json:"nodesReady,omitempty"`
-	// NodesNotReady: the most nodes NotReady at once after bring-up.
-	NodesNotReady *CountThreshold `json:"nodesNotReady,omitempty"`
-	// MutatingP99: mutating calls' Perc99 over the whole run.
-	MutatingP99 *LatencyThreshold `json:"mutatingP99,omitempty"`
-	// ControlPlaneRSS: the summed peak RSS of the control plane's processes.
-	ControlPlaneRSS *MemoryThreshold `json:"controlPlaneRSS,omitempty"`
-}
-
-// phaseThresholds lists the thresholds each opcode has figures for: a fill
-// phase's pods skip the scheduler, so only the API's latency is its own.
-var phaseThresholds = map[string][]string{
-	KindBurst: {"schedulingThroughput", "createToScheduledP99", "mutatingP99"},
-	KindChurn: {"createToScheduledP99", "mutatingP99"},
-	KindFill:  {"mutatingP99"},
-}
-
-func (t *PhaseThreshold) validate(at, opcode string) []error {
-	if t == nil {
-		return nil
-	}
-	var errs []error
-	allowed := phaseThresholds[opcode]
-	for _, c := range []struct {
-		name string
-		set  bool
-		errs []error
-	}{
-		{"schedulingThroughput", t.SchedulingThroughput != nil, t.SchedulingThroughput.validate(at + ".schedulingThroughput")},
-		{"createToScheduledP99", t.CreateToScheduledP99 != nil, t.CreateToScheduledP99.validate(at + ".createToScheduledP99")},
-		{"mutatingP99", t.MutatingP99 != nil, t.MutatingP99.validate(at + ".mutatingP99")},
-	} {
-		if c.set && !slices.Contains(allowed, c.name) {
-			errs = append(errs, fmt.Errorf("%s.%s: not a threshold of opcode %s (it takes %s)", at, c.name, opcode, strings.Join(allowed, ", ")))
-			continue
-		}
-		errs = append(errs, c.errs...)
-	}
-	return errs
-}
-
-func (t *WorkloadThreshold) validate(at string) []error {
-	if t == nil {
-		return nil
-	}
-	var errs []error
-	errs = append(errs, t.NodesReady.validate(at+".nodesReady")...)
-	errs = append(errs, t.NodesNotReady.validate(at+".nodesNotReady")...)
-	errs = append(errs, t.MutatingP99.validate(at+".mutatingP99")...)
-	errs = append(errs, t.ControlPlaneRSS.validate(at+".controlPlaneRSS")...)
-	return errs
-}
-
-func (t *LatencyThreshold) validate(at string) []error {
-	if t == nil {
-		return nil
-	}
-	return t.Scope.validate(at, t.Max.Duration > 0, "max: required, a duration > 0 like 5s")
-}
-
-func (t *ThroughputThreshold) validate(at string) []error {
-	if t == nil {
-		return nil
-	}
-	return t.Scope.validate(at, t.Min > 0, "min: required, pods/s > 0")
-}
-
-func (t *MemoryThreshold) validate(at string) []error {
-	if t == nil {
-		return nil
-	}
-	return t.Scope.validate(at, t.Max.Sign() > 0, "max: required, a quantity > 0 like 6Gi")
-}
-
-func (t *CountThreshold) validate(at string) []error {
-	if t == nil {
-		return nil
-	}
-	return t.Scope.validate(at, t.Max != nil && *t.Max >= 0, "max: required, >= 0")
-}
-
-// validate checks the scope, and with limitOK the threshold's own limit.
-func (s Scope) validate(at string, limitOK bool, limitErr string) []error {
-	var errs []error
-	if !limitOK {
-		errs = append(errs, fmt.Errorf("%s.%s", at, limitErr))
-	}
-	for _, b := range []struct {
-		name string
-		v    int
-	}{{"minNodes", s.MinNodes}, {"maxNodes", s.MaxNodes}, {"minPods", s.MinPods}} {
-		if b.v < 0 {
-			errs = append(errs, fmt.Errorf("%s.%s: must be >= 0, got %d", at, b.name, b.v))
-		}
-	}
-	if s.MaxNodes > 0 && s.MaxNodes < s.MinNodes {
-		errs = append(errs, fmt.Errorf("%s.maxNodes: %d is below minNodes %d", at, s.MaxNodes, s.MinNodes))
-	}
-	return errs
-}
-
-func (s Scope) covers(nodes, pods int) bool {
-	return nodes >= s.MinNodes && (s.MaxNodes == 0 || nodes <= s.MaxNodes) && pods >= s.MinPods
-}
-
 // describe says the scope in a target's words: " at 10,000+ nodes".
-func (s Scope) describe() string {
+func describe(s Scope) string {
 	var parts []string
 	switch {
 	case s.MinNodes > 0 && s.MaxNodes == s.MinNodes:
@@ -213,40 +51,40 @@ type held struct {
 	met    func(float64) bool
 }
 
-// The at methods return nil when the threshold is unset or the run is
-// outside its scope: the figure is then printed without a target.
+// The ...At functions return nil when the threshold is unset or the run
+// is outside its scope: the figure is then printed without a target.
 
-func (t *LatencyThreshold) at(nodes, pods int) *held {
-	if t == nil || !t.covers(nodes, pods) {
+func latencyAt(t *LatencyThreshold, nodes, pods int) *held {
+	if t == nil || !t.Covers(nodes, pods) {
 		return nil
 	}
 	lim := t.Max.Seconds()
-	return &held{"≤ " + num(lim) + " s" + t.describe(), atMost(lim)}
+	return &held{"≤ " + num(lim) + " s" + describe(t.Scope), atMost(lim)}
 }
 
-func (t *ThroughputThreshold) at(nodes, pods int) *held {
-	if t == nil || !t.covers(nodes, pods) {
+func throughputAt(t *ThroughputThreshold, nodes, pods int) *held {
+	if t == nil || !t.Covers(nodes, pods) {
 		return nil
 	}
-	return &held{"≥ " + num(t.Min) + " pods/s" + t.describe(), atLeast(t.Min)}
+	return &held{"≥ " + num(t.Min) + " pods/s" + describe(t.Scope), atLeast(t.Min)}
 }
 
-// at holds a figure in GiB, the unit the figure is printed in.
-func (t *MemoryThreshold) at(nodes, pods int) *held {
-	if t == nil || !t.covers(nodes, pods) {
+// memoryAt holds a figure in GiB, the unit the figure is printed in.
+func memoryAt(t *MemoryThreshold, nodes, pods int) *held {
+	if t == nil || !t.Covers(nodes, pods) {
 		return nil
 	}
 	lim := float64(t.Max.Value()) / (1 << 30)
-	return &held{"≤ " + num(lim) + " GiB" + t.describe(), atMost(lim)}
+	return &held{"≤ " + num(lim) + " GiB" + describe(t.Scope), atMost(lim)}
 }
 
-func (t *CountThreshold) at(nodes, pods int) *held {
-	if t == nil || t.Max == nil || !t.covers(nodes, pods) {
+func countAt(t *CountThreshold, nodes, pods int) *held {
+	if t == nil || t.Max == nil || !t.Covers(nodes, pods) {
 		return nil
 	}
-	target := "≤ " + strconv.Itoa(*t.Max) + t.describe()
+	target := "≤ " + strconv.Itoa(*t.Max) + describe(t.Scope)
 	if *t.Max == 0 {
-		target = "0 (held Ready)" + t.describe()
+		target = "0 (held Ready)" + describe(t.Scope)
 	}
 	return &held{target, atMost(float64(*t.Max))}
 }
@@ -297,9 +135,9 @@ func Figures(label string, r *Result) []Figure {
 	}
 	// Whole-run thresholds are scoped by the most pods the run held.
 	nodes, pods := r.Nodes, r.PeakLivePods
-	add("nodes created and Ready", r.NodeBringUp.ReadySeconds, "s", wt.NodesReady.at(nodes, pods), "KWOK CI: 5,000 nodes in 60 s")
+	add("nodes created and Ready", r.NodeBringUp.ReadySeconds, "s", latencyAt(wt.NodesReady, nodes, pods), "KWOK CI: 5,000 nodes in 60 s")
 	add("node bring-up rate", r.NodeBringUp.NodesPerSecond, "nodes/s", nil, "")
-	add("most nodes NotReady at once after bring-up", float64(r.NodesNotReadyMax), "nodes", wt.NodesNotReady.at(nodes, pods), "")
+	add("most nodes NotReady at once after bring-up", float64(r.NodesNotReadyMax), "nodes", countAt(wt.NodesNotReady, nodes, pods), "")
 	for _, ph := range r.Phases {
 		t := ph.Threshold
 		if t == nil {
@@ -316,13 +154,13 @@ func Figures(label string, r *Result) []Figure {
 			if r.ClaimsOnly {
 				anchor = anchorClaimTemplate
 			}
-			add(ph.Name+" SchedulingThroughput Average", ph.SchedulingThroughput.Average, "pods/s", t.SchedulingThroughput.at(nodes, created), anchor)
+			add(ph.Name+" SchedulingThroughput Average", ph.SchedulingThroughput.Average, "pods/s", throughputAt(t.SchedulingThroughput, nodes, created), anchor)
 			add(ph.Name+" SchedulingThroughput Perc50", ph.SchedulingThroughput.Perc50, "pods/s", nil, "")
 			add(ph.Name+" SchedulingThroughput Perc90", ph.SchedulingThroughput.Perc90, "pods/s", nil, "")
 			add(ph.Name+" SchedulingThroughput Perc99", ph.SchedulingThroughput.Perc99, "pods/s", nil, "")
-			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", t.CreateToScheduledP99.at(nodes, created), "SLO pod startup p99 ≤ 5 s")
+			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "SLO pod startup p99 ≤ 5 s")
 		default:
-			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", t.CreateToScheduledP99.at(nodes, created), "SLO pod startup p99 ≤ 5 s")
+			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "SLO pod startup p99 ≤ 5 s")
 			add(ph.Name+" create→scheduled Perc50", ph.CreateToScheduled.Perc50, "s", nil, "")
 		}
 		if c := ph.ClaimAllocation; c != nil {
@@ -330,13 +168,13 @@ func Figures(label string, r *Result) []Figure {
 			add(ph.Name+" claim allocation Perc90", c.Perc90, "s", nil, "")
 			add(ph.Name+" claim allocation Perc99", c.Perc99, "s", nil, anchorClaimAllocation)
 		}
-		add(ph.Name+" mutating API Perc99", ph.APIMutating.Perc99, "s", t.MutatingP99.at(nodes, created), "SLO: mutating calls p99 ≤ 1 s")
+		add(ph.Name+" mutating API Perc99", ph.APIMutating.Perc99, "s", latencyAt(t.MutatingP99, nodes, created), "SLO: mutating calls p99 ≤ 1 s")
 	}
-	add("whole run mutating API Perc99", r.APIMutating.Perc99, "s", wt.MutatingP99.at(nodes, pods), "SLO: mutating calls p99 ≤ 1 s")
+	add("whole run mutating API Perc99", r.APIMutating.Perc99, "s", latencyAt(wt.MutatingP99, nodes, pods), "SLO: mutating calls p99 ≤ 1 s")
 	// A control plane that is not this machine's (--kubeconfig) has no
 	// processes here to measure: no figure rather than a zero.
 	if r.ControlPlanePeakRSS > 0 {
-		add("control plane peak RSS", float64(r.ControlPlanePeakRSS)/(1<<30), "GiB", wt.ControlPlaneRSS.at(nodes, pods), fmt.Sprintf("at most %d live pods, %d at the end", r.PeakLivePods, r.LivePods))
+		add("control plane peak RSS", float64(r.ControlPlanePeakRSS)/(1<<30), "GiB", memoryAt(wt.ControlPlaneRSS, nodes, pods), fmt.Sprintf("at most %d live pods, %d at the end", r.PeakLivePods, r.LivePods))
 	}
 	for _, m := range r.Memory {
 		add("peak RSS "+m.Name, float64(m.PeakRSS)/(1<<20), "MiB", nil, fmt.Sprintf("%.0f CPU seconds", m.CPUSeconds))

@@ -139,7 +139,7 @@ func TestCheckPoolsHoldsShapesToTheirPools(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := &Workload{File: "w.yaml", Spec: WorkloadSpec{Mix: tc.mix, Phases: tc.phases}}
-			err := w.CheckPools(pools)
+			err := CheckPools(w, pools)
 			if tc.want == "" {
 				assert.NoError(t, err)
 				return
@@ -162,7 +162,7 @@ func TestDRAWorkloadFitsItsFleet(t *testing.T) {
 	for _, p := range fl.Spec.Pools {
 		infos[p.Name] = PoolInfo{GPU: p.GPU(), DRA: p.GPU() && p.DRA != nil, Resource: fakegpu.ResourceGPU}
 	}
-	require.NoError(t, w.CheckPools(infos))
+	require.NoError(t, CheckPools(w, infos))
 	pool, ok := fl.Pool("gpu-h100-dra")
 	require.True(t, ok)
 	assert.Equal(t, 500, pool.Nodes, "scheduler_perf's 500 nodes")
