@@ -4,10 +4,17 @@
 package docs
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,6 +34,7 @@ type generated struct {
 var tables = []generated{
 	{"checks.md", "e2e/checks/catalog.go", checksTable},
 	{"broken-candidates.md", "manifests/candidates/broken-*/candidate.yaml", brokenTable},
+	{"reference.md", "e2e/apis/v1alpha1", referenceTable},
 }
 
 const endMarker = "<!-- end generated -->"
@@ -196,4 +204,225 @@ func brokenTable(t *testing.T) string {
 		t.FailNow()
 	}
 	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// apiDir is the package docs/reference.md is generated from.
+const apiDir = "../e2e/apis/v1alpha1"
+
+// referenceKinds are the documents of the API, each a root of the
+// reference: the types a kind reaches are listed under it.
+var referenceKinds = []string{"Fleet", "Candidate", "Workload"}
+
+// referenceTable is docs/reference.md's field reference, read from the
+// v1alpha1 package's source.
+func referenceTable(t *testing.T) string {
+	entries, err := os.ReadDir(apiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			f, err := parser.ParseFile(fset, filepath.Join(apiDir, name), nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+	}
+	out, err := reference(fset, files, referenceKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// reference writes a section per kind, and in it a table per type the kind
+// reaches that the package declares, in the order they are reached: each
+// field's YAML name, type and doc comment. A field without a doc comment
+// is an error: its comment is all the reference says of it.
+func reference(fset *token.FileSet, files []*ast.File, kinds []string) (string, error) {
+	dp, err := doc.NewFromFiles(fset, files, "github.com/gpupool/gpupool/"+strings.TrimPrefix(apiDir, "../"), doc.AllDecls|doc.PreserveAST)
+	if err != nil {
+		return "", err
+	}
+	types := map[string]*doc.Type{}
+	for _, ty := range dp.Types {
+		types[ty.Name] = ty
+	}
+	r := &referenceWriter{types: types, seen: map[string]bool{}}
+	for i, k := range kinds {
+		if _, ok := types[k]; !ok {
+			return "", fmt.Errorf("%s: no type %s", apiDir, k)
+		}
+		if i > 0 {
+			r.b.WriteString("\n")
+		}
+		fmt.Fprintf(&r.b, "## Kind %s\n", k)
+		r.walk(k)
+	}
+	return strings.TrimSuffix(r.b.String(), "\n"), errors.Join(r.errs...)
+}
+
+type referenceWriter struct {
+	types map[string]*doc.Type
+	seen  map[string]bool
+	b     strings.Builder
+	errs  []error
+}
+
+// walk writes the type's table, then those of the types its fields reach.
+func (r *referenceWriter) walk(name string) {
+	ty, local := r.types[name]
+	if !local || r.seen[name] || scalar(ty) {
+		return
+	}
+	r.seen[name] = true
+	st, ok := ty.Decl.Specs[0].(*ast.TypeSpec).Type.(*ast.StructType)
+	if !ok {
+		return
+	}
+	fmt.Fprintf(&r.b, "\n### %s\n\n%s\n\n| field | type | description |\n|---|---|---|\n", name, oneLine(ty.Doc))
+	var next []string
+	for _, f := range st.Fields.List {
+		tag := reflect.StructTag("")
+		if f.Tag != nil {
+			s, _ := strconv.Unquote(f.Tag.Value)
+			tag = reflect.StructTag(s)
+		}
+		jsonName, _, _ := strings.Cut(tag.Get("json"), ",")
+		embedded := len(f.Names) == 0
+		if jsonName == "-" || (!embedded && !ast.IsExported(f.Names[0].Name)) {
+			continue
+		}
+		fieldName := typeName(f.Type)
+		if !embedded {
+			fieldName = f.Names[0].Name
+		}
+		if f.Doc == nil || strings.TrimSpace(f.Doc.Text()) == "" {
+			r.errs = append(r.errs, fmt.Errorf("%s: field %s.%s has no doc comment, which is its description in docs/reference.md", apiDir, name, fieldName))
+		}
+		yamlName := "`" + jsonName + "`"
+		switch {
+		case embedded && fieldName == "metav1.TypeMeta":
+			yamlName = "`apiVersion`, `kind`"
+		case embedded:
+			yamlName = "(inline)"
+		}
+		fmt.Fprintf(&r.b, "| %s | %s | %s |\n", yamlName, r.typeCell(f.Type), cell(oneLine(f.Doc.Text())))
+		next = append(next, localTypes(f.Type)...)
+	}
+	for _, n := range next {
+		r.walk(n)
+	}
+}
+
+// scalar reports whether the type reads itself from a scalar (a duration
+// written "60s"): it has no fields to list.
+func scalar(ty *doc.Type) bool {
+	for _, m := range ty.Methods {
+		if m.Name == "UnmarshalJSON" {
+			return true
+		}
+	}
+	return false
+}
+
+// typeCell says a field's type as a reader of YAML sees it, linking the
+// package's own types to their tables.
+func (r *referenceWriter) typeCell(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return r.typeCell(e.X)
+	case *ast.ArrayType:
+		return "list of " + r.typeCell(e.Elt)
+	case *ast.MapType:
+		return "map of " + r.typeCell(e.Key) + " to " + r.typeCell(e.Value)
+	case *ast.InterfaceType:
+		return "any"
+	case *ast.Ident:
+		if ty, ok := r.types[e.Name]; ok {
+			if scalar(ty) {
+				return "duration (`60s`, `5m`)"
+			}
+			return "[" + e.Name + "](#" + strings.ToLower(e.Name) + ")"
+		}
+		switch e.Name {
+		case "int":
+			return "integer"
+		case "float64":
+			return "number"
+		case "bool":
+			return "boolean"
+		}
+		return e.Name
+	case *ast.SelectorExpr:
+		switch typeName(e) {
+		case "metav1.TypeMeta":
+			return "string"
+		case "resource.Quantity":
+			return "quantity (`6Gi`)"
+		case "time.Duration":
+			return "duration"
+		}
+		pkg := map[string]string{"metav1": "meta/v1", "corev1": "core/v1"}[e.X.(*ast.Ident).Name]
+		return "Kubernetes " + pkg + " " + e.Sel.Name
+	}
+	return typeName(e)
+}
+
+// localTypes names the types an expression is made of.
+func localTypes(e ast.Expr) []string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return localTypes(e.X)
+	case *ast.ArrayType:
+		return localTypes(e.Elt)
+	case *ast.MapType:
+		return append(localTypes(e.Key), localTypes(e.Value)...)
+	case *ast.Ident:
+		return []string{e.Name}
+	}
+	return nil
+}
+
+func typeName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return typeName(e.X) + "." + e.Sel.Name
+	case *ast.StarExpr:
+		return typeName(e.X)
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// oneLine joins a doc comment's lines, as a table cell holds one.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// A field without a doc comment fails the reference, named.
+func TestReferenceWantsEveryFieldDocumented(t *testing.T) {
+	src := `package v1alpha1
+
+// Thing is a document.
+type Thing struct {
+	// Named is documented.
+	Named string ` + "`json:\"named\"`" + `
+	Bare int ` + "`json:\"bare\"`" + `
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "thing.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := reference(fset, []*ast.File{f}, []string{"Thing"})
+	if err == nil || !strings.Contains(err.Error(), "field Thing.Bare has no doc comment") {
+		t.Fatalf("want an error naming Thing.Bare, got %v", err)
+	}
+	if !strings.Contains(out, "| `named` | string | Named is documented. |") {
+		t.Errorf("the documented field's row is missing:\n%s", out)
+	}
 }

@@ -89,7 +89,7 @@ type Pool struct {
 	// exclusive, one GPU to one container).
 	Sharing *Sharing `json:"sharing,omitempty"`
 	// DRA: the pool's GPUs are served by NVIDIA's DRA driver instead of
-	// the device plugin (nil: the device plugin).
+	// the device plugin (unset: the device plugin).
 	DRA *DRA `json:"dra,omitempty"`
 	// TrustDomains splits the pool's nodes between tenants that must not
 	// share hardware; their node counts add up to Nodes.

@@ -84,7 +84,7 @@ func (m MixEntry) Schedulable() bool {
 func (m MixEntry) Claim() bool { return m.Shape == ShapeClaim }
 
 // Phase creates pods; its Opcode says how, as scheduler_perf's opcode
-// does, and which of the other fields it reads (opcodeFields).
+// does, and which of the other fields it reads.
 type Phase struct {
 	// Opcode: burst, churn or fill. Required.
 	Opcode string `json:"opcode"`
@@ -253,7 +253,7 @@ func (s Scope) Covers(nodes, pods int) bool {
 }
 
 // PhaseThreshold is a phase's targets; which it may carry depends on its
-// opcode (phaseThresholds).
+// opcode.
 type PhaseThreshold struct {
 	// SchedulingThroughput: the Average, pods/s (burst).
 	SchedulingThroughput *ThroughputThreshold `json:"schedulingThroughput,omitempty"`
