@@ -147,7 +147,6 @@ func Patched(f *Fleet, source string, patches []PoolPatch) (*Fleet, error) {
 			*t = pool
 		}
 	}
-	v1alpha1.SetDefaultsFleet(&out)
 	if err := out.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet %s as patched by %s: %w", f.File, source, err)
 	}

@@ -8,8 +8,9 @@
 //
 // Each kind has a Decode function that does what reading a file of it
 // means: strict decoding (apis.Decode: unknown and duplicate fields are
-// errors, one document a file), then SetDefaults, then validation, each
-// error naming its field. The types carry only what the file says and
+// errors, one document a file), then defaults (SetDefaultsCandidate; a
+// fleet's and a workload's are accessors over the unset field), then
+// validation, each error naming its field. The types carry only what the file says and
 // accessors over it; what needs the cluster or other files (creating a
 // fleet's nodes, loading a candidate's manifests, checking a workload's
 // pools against a fleet) stays with the packages that do it: fleet,
