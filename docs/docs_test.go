@@ -300,6 +300,22 @@ func (r *referenceWriter) walk(name string) {
 		if !embedded {
 			fieldName = f.Names[0].Name
 		}
+		// Shapes the table would show wrongly are refused, not guessed.
+		switch {
+		case len(f.Names) > 1:
+			var names []string
+			for _, n := range f.Names {
+				names = append(names, n.Name)
+			}
+			r.errs = append(r.errs, fmt.Errorf("%s: %s declares fields %s together: one field a line, each with its tag and doc comment", apiDir, name, strings.Join(names, ", ")))
+			continue
+		case !embedded && jsonName == "":
+			r.errs = append(r.errs, fmt.Errorf("%s: field %s.%s has no json name: the YAML a user writes needs one", apiDir, name, fieldName))
+			continue
+		case embedded && jsonName != "":
+			r.errs = append(r.errs, fmt.Errorf("%s: embedded field %s.%s has json name %q: it is not inline, so name it as a field", apiDir, name, fieldName, jsonName))
+			continue
+		}
 		if f.Doc == nil || strings.TrimSpace(f.Doc.Text()) == "" {
 			r.errs = append(r.errs, fmt.Errorf("%s: field %s.%s has no doc comment, which is its description in docs/reference.md", apiDir, name, fieldName))
 		}
@@ -344,7 +360,17 @@ func (r *referenceWriter) typeCell(e ast.Expr) string {
 	case *ast.Ident:
 		if ty, ok := r.types[e.Name]; ok {
 			if scalar(ty) {
+				if e.Name != "Duration" {
+					r.errs = append(r.errs, fmt.Errorf("%s: %s reads itself from a scalar; say in typeCell how it is written", apiDir, e.Name))
+				}
 				return "duration (`60s`, `5m`)"
+			}
+			// A named string or number has no table: it reads as what
+			// it is made of.
+			if spec := ty.Decl.Specs[0].(*ast.TypeSpec); spec.Name.Name == e.Name {
+				if _, isStruct := spec.Type.(*ast.StructType); !isStruct {
+					return r.typeCell(spec.Type)
+				}
 			}
 			return "[" + e.Name + "](#" + strings.ToLower(e.Name) + ")"
 		}
@@ -366,9 +392,13 @@ func (r *referenceWriter) typeCell(e ast.Expr) string {
 		case "time.Duration":
 			return "duration"
 		}
-		pkg := map[string]string{"metav1": "meta/v1", "corev1": "core/v1"}[e.X.(*ast.Ident).Name]
+		pkg, known := map[string]string{"metav1": "meta/v1", "corev1": "core/v1"}[typeName(e.X)]
+		if !known {
+			r.errs = append(r.errs, fmt.Errorf("%s: type %s: say in typeCell how a reader sees it", apiDir, typeName(e)))
+		}
 		return "Kubernetes " + pkg + " " + e.Sel.Name
 	}
+	r.errs = append(r.errs, fmt.Errorf("%s: a field of type %s: say in typeCell how a reader sees it", apiDir, typeName(e)))
 	return typeName(e)
 }
 
@@ -424,5 +454,54 @@ type Thing struct {
 	}
 	if !strings.Contains(out, "| `named` | string | Named is documented. |") {
 		t.Errorf("the documented field's row is missing:\n%s", out)
+	}
+}
+
+// Field shapes whose row the generator would get wrong are refused, each
+// named; a named string reads as a string, not as a link to no table.
+func TestReferenceRefusesShapesItCannotShow(t *testing.T) {
+	src := `package v1alpha1
+
+import "k8s.io/apimachinery/pkg/util/intstr"
+
+// Mode is a named string.
+type Mode string
+
+// Inner is nested.
+type Inner struct {
+	// X is documented.
+	X string ` + "`json:\"x\"`" + `
+}
+
+// Thing is a document.
+type Thing struct {
+	// A and B are declared together.
+	A, B string ` + "`json:\"a\"`" + `
+	// Untagged has no json name.
+	Untagged string
+	// Inner is embedded under a name.
+	Inner ` + "`json:\"inner\"`" + `
+	// Count is from a package the generator does not know.
+	Count intstr.IntOrString ` + "`json:\"count\"`" + `
+	// Mode is a named string.
+	Mode Mode ` + "`json:\"mode\"`" + `
+}
+`
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "thing.go", src, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := reference(fset, []*ast.File{f}, []string{"Thing"})
+	if err == nil {
+		t.Fatal("want errors, got none")
+	}
+	for _, want := range []string{"declares fields A, B together", "Thing.Untagged has no json name", "embedded field Thing.Inner has json name", "type intstr.IntOrString"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("want an error with %q, got %v", want, err)
+		}
+	}
+	if !strings.Contains(out, "| `mode` | string | Mode is a named string. |") {
+		t.Errorf("a named string should read as a string:\n%s", out)
 	}
 }

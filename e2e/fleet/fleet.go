@@ -85,8 +85,8 @@ func WriteFile(f *Fleet, path string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// Parse decodes, defaults and validates a fleet document. Unknown fields
-// are errors.
+// Parse decodes and validates a fleet document (v1alpha1.DecodeFleet).
+// Unknown fields are errors.
 func Parse(data []byte) (*Fleet, error) { return v1alpha1.DecodeFleet(data) }
 
 // Patched returns a copy of the fleet with the patches applied, validated

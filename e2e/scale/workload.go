@@ -78,13 +78,14 @@ func LoadWorkload(path string) (*Workload, error) {
 	return w, nil
 }
 
-// ParseWorkload decodes, defaults and validates a workload document.
-// Unknown fields are errors.
+// ParseWorkload decodes and validates a workload document
+// (v1alpha1.DecodeWorkload). Unknown fields are errors.
 func ParseWorkload(data []byte) (*Workload, error) { return v1alpha1.DecodeWorkload(data) }
 
 // CheckPools reports the workload's mix entries naming pools the fleet
-// does not have, or shapes a pool's design cannot take. An untolerated pod for a pool whose
-// taints a candidate removed is not an error: that it lands is the finding.
+// does not have, or shapes a pool's design cannot take. An untolerated
+// pod for a pool whose taints a candidate removed is not an error: that
+// it lands is the finding.
 func CheckPools(w *Workload, pools map[string]PoolInfo) error {
 	var errs []error
 	fill := slices.IndexFunc(w.Spec.Phases, Phase.Fill)

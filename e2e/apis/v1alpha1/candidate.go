@@ -80,8 +80,7 @@ type GPUOperatorValues struct {
 // guide installs the release into.
 const DefaultGPUOperatorNamespace = "gpu-operator"
 
-// ReleaseNamespace is the release's namespace, the default if unset. Read
-// through here: a candidate written back keeps its values as given.
+// ReleaseNamespace is the release's namespace, the default if unset.
 func (v GPUOperatorValues) ReleaseNamespace() string {
 	return cmp.Or(v.Namespace, DefaultGPUOperatorNamespace)
 }

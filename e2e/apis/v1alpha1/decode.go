@@ -15,7 +15,10 @@ func DecodeFleet(data []byte) (*Fleet, error) {
 	if err := apis.Decode(data, apis.KindFleet, &f); err != nil {
 		return nil, err
 	}
-	return &f, f.Validate()
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
 }
 
 // DecodeCandidate reads a candidate.yaml that was not read from a

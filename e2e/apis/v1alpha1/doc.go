@@ -10,11 +10,14 @@
 // means: strict decoding (apis.Decode: unknown and duplicate fields are
 // errors, one document a file), then defaults (SetDefaultsCandidate; a
 // fleet's and a workload's are accessors over the unset field), then
-// validation, each error naming its field. The types carry only what the file says and
-// accessors over it; what needs the cluster or other files (creating a
-// fleet's nodes, loading a candidate's manifests, checking a workload's
-// pools against a fleet) stays with the packages that do it: fleet,
-// candidate and scale, which name these types by alias.
+// validation, each error naming its field. The types carry what the file
+// says, the path it was read from (File), and pure functions over it
+// (accessors, and Workload.Pick, the order a workload's pods are made
+// in). What needs the cluster or other files stays with the packages that
+// do it, which name these types by alias: fleet creates a fleet's nodes,
+// candidate loads a candidate's manifests and refuses a gpuOperator
+// version other than the embedded chart's, scale checks a workload's
+// pools against a fleet.
 //
 // Nothing here does I/O, so the package is what a tool or a test can
 // import to read gpupool's documents without the harness. The field

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpupool/gpupool/e2e/apis"
@@ -125,6 +126,17 @@ func (p Pool) validate() []error {
 	}
 	if p.MaxPods < 0 || p.MaxPods > MaxPodsPerNode {
 		add("maxPods: must be 0 (%d) to %d, got %d", DefaultMaxPods, MaxPodsPerNode, p.MaxPods)
+	}
+	// Refused here, not when a node or an instance type is built from it.
+	for _, q := range []struct{ field, value, example string }{{"cpu", p.CPU, DefaultNodeCPU}, {"memory", p.Memory, DefaultNodeMemory}} {
+		if q.value == "" {
+			continue
+		}
+		if v, err := resource.ParseQuantity(q.value); err != nil {
+			add("%s: %q is not a quantity (such as %s)", q.field, q.value, q.example)
+		} else if v.Sign() <= 0 {
+			add("%s: must be more than 0, got %s", q.field, q.value)
+		}
 	}
 	if p.SKU == "" {
 		if p.GPUsPerNode != 0 || p.Sharing != nil || p.DRA != nil {

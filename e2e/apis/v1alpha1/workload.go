@@ -139,7 +139,7 @@ const (
 	// reaches, at a size the scheduler would take too long to place here,
 	// for memory at fleet scale. Its throughput is the apiserver's and
 	// kwok's, not the scheduler's. A mix with claim entries, or with
-	// entries on a DRA pool, cannot take one (Validate, CheckPools).
+	// entries on a DRA pool, cannot take one (Validate, scale.CheckPools).
 	OpcodeFill = "fill"
 )
 

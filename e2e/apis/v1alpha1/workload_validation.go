@@ -22,7 +22,7 @@ const (
 )
 
 // Validate checks the file on its own; pools are checked against the fleet
-// by CheckPools.
+// by scale.CheckPools.
 func (w *Workload) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
