@@ -109,7 +109,12 @@ test-kind: build-kind
 test-scale: build
 	$(BIN) scale --fleets manifests/fleets/scale-200.yaml --workload manifests/workloads/correctness.yaml --out reports/out/test-scale
 
-## Scheduler pressure at 1,000, 5,000 and 10,000 GPU nodes: prints every
+## First the ratio issue #27 holds gpupool to: upstream scheduler_perf's
+## SchedulingWithExtendedResource/5000pods_5000nodes in-process on this
+## machine now (hack/bench-inprocess.sh; its test binary built once into
+## the cache), then a 5,000-pod burst on 5,000 GPU nodes under the
+## reference (workloads/in-process-ratio.yaml) set beside it.
+## Then scheduler pressure at 1,000, 5,000 and 10,000 GPU nodes: prints every
 ## figure beside its target, writes scale.json and scale.html (plots).
 ## Scheduler bursts of 4,000, 20,000 and 2,000 pods; each run is then filled
 ## to 5 pods per node by the harness (50,000 pods at 10,000 nodes), which
@@ -122,7 +127,10 @@ BENCH_FLEETS ?= manifests/fleets/scale-1k.yaml,manifests/fleets/scale-5k.yaml,ma
 BENCH_PODS ?= 4000,20000,2000
 BENCH_DRA_FLEET ?= manifests/fleets/scale-dra-500.yaml
 BENCH_DRA_WORKLOAD ?= manifests/workloads/dra-claims.yaml
+BENCH_INPROCESS := reports/out/bench-inprocess.json
 bench-scale: build
+	bash hack/bench-inprocess.sh $(BENCH_INPROCESS)
+	$(BIN) scale --fleets manifests/fleets/scale-5k.yaml --workload manifests/workloads/in-process-ratio.yaml --inprocess $(BENCH_INPROCESS) --out reports/out/bench-ratio
 	$(BIN) scale --fleets $(BENCH_FLEETS) --pods $(BENCH_PODS) --out reports/out/bench-scale
 	$(BIN) scale --fleets $(BENCH_DRA_FLEET) --workload $(BENCH_DRA_WORKLOAD) --out reports/out/bench-scale-dra
 

@@ -54,3 +54,29 @@ with_progress() {
   rm -f "$out"
   return "$rc"
 }
+
+# with_progress_x WHAT CMD...: with_progress for a build that cannot name
+# its packages (`go test -c` prints none under -v): CMD must be given -x,
+# and what is counted is the compiler runs it logs; on success its log is
+# dropped (it is only commands), on failure its tail is shown.
+with_progress_x() {
+  local what="$1"; shift
+  local out start pid rc n ticks=0
+  out="$(mktemp "${TMPDIR:-/tmp}/gpupool-build.XXXXXX")"
+  start=$(date +%s)
+  "$@" >"$out" 2>&1 &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    ticks=$((ticks + 1))
+    if (( ticks % 10 == 0 )) && kill -0 "$pid" 2>/dev/null; then
+      n=$(grep -c '/compile -o' "$out" 2>/dev/null || true)
+      log "$what: still building, ${n:-0} packages compiled, $(( $(date +%s) - start ))s so far"
+    fi
+  done
+  if wait "$pid"; then rc=0; else rc=$?; fi
+  # A failed build's errors are at the end of its log of commands.
+  [[ $rc -eq 0 ]] || tail -n 60 "$out" >&2
+  rm -f "$out"
+  return "$rc"
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/dirs"
 	"github.com/gpupool/gpupool/e2e/harness"
+	"github.com/gpupool/gpupool/e2e/input"
 	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/scale"
@@ -41,6 +42,7 @@ func scaleCommand() *cobra.Command {
 	fs.StringVar(&target.kubeconfig, "kubeconfig", "", "run on this existing cluster (a real, multi-node control plane) instead of an embedded one: each fleet joins it as simulated nodes, with its GPU pool config as configured unless --candidate is given; all removed after")
 	fs.StringVar(&target.context, "context", "", "the kubeconfig context to use (default its current one)")
 	target.registerStackImages(fs)
+	inprocess := fs.String("inprocess", "", "scheduler_perf's data items from an in-process run on this machine today (hack/bench-inprocess.sh writes them): each burst's throughput is set beside it, as a ratio")
 	profile := fs.Bool("profile", false, "write CPU profiles of kube-apiserver and kube-scheduler during each burst, and their heap profiles at the end, into the report directory (go tool pprof reads them)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
@@ -50,6 +52,17 @@ func scaleCommand() *cobra.Command {
 		fleetFiles, err := userPaths(*fleets, defaultScaleFleet)
 		if err != nil {
 			return err
+		}
+		// Read first: a run of minutes must not end in a bad file.
+		var ip *scale.InProcess
+		if *inprocess != "" {
+			data, err := input.ReadFile(*inprocess, input.MaxFileBytes)
+			if err != nil {
+				return fmt.Errorf("--inprocess: %w", err)
+			}
+			if ip, err = scale.ParseInProcess(data, *inprocess); err != nil {
+				return fmt.Errorf("--inprocess: %w", err)
+			}
 		}
 		workloadFile, err := userPath(*workloadPath, defaultWorkload)
 		if err != nil {
@@ -160,7 +173,7 @@ func scaleCommand() *cobra.Command {
 				break
 			}
 		}
-		figures, err := runner.WriteScaleReport(dir, runs)
+		figures, err := runner.WriteScaleReport(dir, runs, ip)
 		if err != nil {
 			logf("writing the scale report: %v", err)
 		}

@@ -199,9 +199,10 @@ func pendingText(pending map[string]int) string {
 }
 
 // WriteScaleReport writes scale.json and scale.html (tables and plots in
-// one file) into dir and returns the figures; an error says what it could
-// not write.
-func WriteScaleReport(dir string, runs []ScaleRun) ([]scale.Figure, error) {
+// one file) into dir and returns the figures, each burst set beside the
+// in-process run ip if there is one; an error says what it could not
+// write.
+func WriteScaleReport(dir string, runs []ScaleRun, ip *scale.InProcess) ([]scale.Figure, error) {
 	var figs []scale.Figure
 	var throughput []reports.Series
 	var groups []string
@@ -211,7 +212,7 @@ func WriteScaleReport(dir string, runs []ScaleRun) ([]scale.Figure, error) {
 		if r.Result == nil {
 			continue
 		}
-		figs = append(figs, scale.Figures(r.Label, r.Result)...)
+		figs = append(figs, scale.Beside(scale.Figures(r.Label, r.Result), ip)...)
 		groups = append(groups, r.Label)
 		for _, ph := range r.Result.Phases {
 			if ph.Kind == scale.KindFill {
