@@ -22,7 +22,11 @@ cd "$(dirname "$0")/.."
 . hack/lib.sh
 
 out="${1:?usage: hack/bench-inprocess.sh OUT.json}"
-workload="SchedulingWithExtendedResource/5000pods_5000nodes_DRAExtendedResourceEnabled"
+# Another workload (and the labels it carries) for a quick try of the
+# script, e.g. .../500pods_500nodes_DRAExtendedResourceEnabled with
+# BENCH_INPROCESS_LABELS= (that one carries no "performance" label).
+workload="${BENCH_INPROCESS_WORKLOAD:-SchedulingWithExtendedResource/5000pods_5000nodes_DRAExtendedResourceEnabled}"
+labels="${BENCH_INPROCESS_LABELS-performance}"
 pkg="k8s.io/kubernetes/test/integration/scheduler_perf/misc"
 bin="$KUBE_BIN_DIR/scheduler_perf-misc.test"
 limit="${BENCH_INPROCESS_TIMEOUT:-30m}"
@@ -64,7 +68,7 @@ start=$(date +%s)
 (cd "$pkgdir" && PATH="$ETCD_BIN_DIR:$PATH" KUBE_INTEGRATION_ETCD_URL=http://127.0.0.1:1 \
   TEST_SRCDIR="$modcache" TEST_WORKSPACE=. TMPDIR="$work" \
   exec timeout -s INT -k 2m "$limit" "$bin" -test.run '^$' -test.bench "^BenchmarkPerfScheduling/$workload\$" -test.benchtime 1ns \
-    -test.timeout 0 -perf-scheduling-label-filter performance \
+    -test.timeout 0 -perf-scheduling-label-filter "$labels" \
     -data-items-dir "$work/items" -with-data-items-unique-id=false >"$work/log" 2>&1) &
 pid=$!
 rc=0
