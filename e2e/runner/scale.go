@@ -212,7 +212,7 @@ func WriteScaleReport(dir string, runs []ScaleRun, ip *scale.InProcess) ([]scale
 		if r.Result == nil {
 			continue
 		}
-		figs = append(figs, scale.Beside(scale.Figures(r.Label, r.Result), ip)...)
+		figs = append(figs, scale.Beside(scale.Figures(r.Label, r.Result), r.Result.ClaimsOnly, ip)...)
 		groups = append(groups, r.Label)
 		for _, ph := range r.Result.Phases {
 			if ph.Kind == scale.KindFill {

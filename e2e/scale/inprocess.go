@@ -52,17 +52,17 @@ func ParseInProcess(data []byte, source string) (*InProcess, error) {
 	return nil, fmt.Errorf("%s: no data item with label Metric=SchedulingThroughput (is it scheduler_perf's -data-items-dir output?)", source)
 }
 
-// Beside sets every burst's SchedulingThroughput Average that is held
-// beside the extended-resource workload (not a claims-only run's) beside
-// ip instead: its anchor names the in-process figure, and a ratio figure
-// follows it, held to RatioTarget. A nil ip changes nothing.
-func Beside(figs []Figure, ip *InProcess) []Figure {
-	if ip == nil {
+// Beside sets a run's burst SchedulingThroughput Average beside ip: its
+// anchor names the in-process figure, and a ratio figure follows it, held
+// to RatioTarget. A claims-only run is upstream's other workload, and a
+// nil ip changes nothing.
+func Beside(figs []Figure, claimsOnly bool, ip *InProcess) []Figure {
+	if ip == nil || claimsOnly {
 		return figs
 	}
 	var out []Figure
 	for _, f := range figs {
-		if !strings.HasSuffix(f.Name, " SchedulingThroughput Average") || f.Anchor != anchorExtendedResource {
+		if !strings.HasSuffix(f.Name, " SchedulingThroughput Average") {
 			out = append(out, f)
 			continue
 		}

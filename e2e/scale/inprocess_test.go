@@ -32,15 +32,14 @@ func TestInProcessThroughputIsReadFromDataItems(t *testing.T) {
 // the ratio held to the target; a claims-only burst is not.
 func TestBurstIsSetBesideTheInProcessRun(t *testing.T) {
 	ip := &InProcess{Average: 40, Name: "upstream", Source: "ip.json"}
-	figs := Beside([]Figure{
-		{Run: "5k", Name: "burst SchedulingThroughput Average", Value: 30, Anchor: anchorExtendedResource},
-		{Run: "dra", Name: "burst SchedulingThroughput Average", Value: 30, Anchor: anchorClaimTemplate},
-	}, ip)
-	require.Len(t, figs, 3)
+	burst := []Figure{{Run: "5k", Name: "burst SchedulingThroughput Average", Value: 30, Anchor: anchorExtendedResource}}
+	figs := Beside(burst, false, ip)
+	require.Len(t, figs, 2)
 	assert.Contains(t, figs[0].Anchor, "same day: upstream, 40.0 pods/s (ip.json)")
 	assert.Equal(t, "burst SchedulingThroughput ÷ in-process", figs[1].Name)
 	assert.Equal(t, 0.75, figs[1].Value)
 	assert.False(t, *figs[1].Met)
-	assert.Equal(t, anchorClaimTemplate, figs[2].Anchor, "claims are set beside their own workload")
-	assert.Equal(t, figs[:2], Beside(figs[:2], nil)[:2])
+	claims := []Figure{{Run: "dra", Name: "burst SchedulingThroughput Average", Value: 30, Anchor: anchorClaimTemplate}}
+	assert.Equal(t, claims, Beside(claims, true, ip), "claims are set beside their own workload")
+	assert.Equal(t, burst, Beside(burst, false, nil))
 }
