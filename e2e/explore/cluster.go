@@ -404,7 +404,8 @@ func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via 
 
 // awaitSight waits until the simulated kubelet has recorded what the
 // pod's containers see (fakegpu.AnnotationGPUSight), or the pod ended (a
-// kubelet refused it: it sees nothing). A pod on a real kubelet never
+// kubelet refused it: it sees nothing), or the kubelet holds every
+// container unstarted for claims it cannot prepare (it sees nothing). A pod on a real kubelet never
 // gets the record: it comes back as it was at the deadline, judged as
 // seeing nothing. A pod deleted before its kubelet decided comes back
 // nil: it held nothing, and a copy read earlier is not what it became.
@@ -434,13 +435,30 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 				recorded = false
 			}
 		}
-		return recorded || ended, "phase " + string(got.Status.Phase) + ", what its containers see (as they are now) not recorded yet", nil
+		return recorded || ended || refusedToStart(got), "phase " + string(got.Status.Phase) + ", what its containers see (as they are now) not recorded yet", nil
 	})
 	var te *wait.TimeoutError
 	if errors.As(err, &te) {
 		return out, nil
 	}
 	return out, err
+}
+
+// refusedToStart: the simulated kubelet could not prepare the pod's DRA
+// claims and holds every container waiting (fakegpu.DRAPrepareFailed): no
+// container started, so none sees anything, and none will while the claim
+// stays unprepared. A pod bound by nodeName is such a pod for good: nothing
+// allocates its claims (dra-facts §4).
+func refusedToStart(p *corev1.Pod) bool {
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != fakegpu.DRAPrepareFailed {
+			return false
+		}
+	}
+	return true
 }
 
 // holdsOnNode reports whether a pod bound to a node holds a GPU there: an

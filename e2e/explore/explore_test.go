@@ -24,6 +24,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func TestParseBudget(t *testing.T) {
@@ -342,4 +343,22 @@ func TestSelectionsFromTheNodesLabels(t *testing.T) {
 	assert.Empty(t, k, "no labels known for the pool: no Gt selection")
 	s.Pools[0].Pool.Labels["accelerator"] = "h100"
 	assert.Equal(t, "accelerator", s.labelNotOn(l4))
+}
+
+// A pod whose claims the simulated kubelet cannot prepare has every
+// container held waiting: what it sees is decided (nothing), so the sight
+// rule judges it then, not at its wait's deadline. One container that
+// started, or none reported yet, is not that.
+func TestRefusedToStart(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+	}
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	pod := func(cs ...corev1.ContainerStatus) *corev1.Pod {
+		return &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: cs}}
+	}
+	assert.True(t, refusedToStart(pod(waiting(fakegpu.DRAPrepareFailed), waiting(fakegpu.DRAPrepareFailed))))
+	assert.False(t, refusedToStart(pod(waiting(fakegpu.DRAPrepareFailed), running)), "one container runs")
+	assert.False(t, refusedToStart(pod(waiting("ContainerCreating"))), "not refused, only not started yet")
+	assert.False(t, refusedToStart(pod()), "no status reported yet")
 }

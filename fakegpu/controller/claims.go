@@ -187,12 +187,17 @@ func (c *Controller) reconcileClaims(ctx context.Context, node *corev1.Node, p *
 	return 0, ignoreNotFound(err)
 }
 
-// boundAt is when the pod was bound (zero: not known).
+// boundAt is when the pod was bound: its PodScheduled condition, or, for
+// a pod created with nodeName (no scheduler, so no such condition), its
+// creation. Zero: not known.
 func boundAt(p *corev1.Pod) time.Time {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
 			return c.LastTransitionTime.Time
 		}
+	}
+	if p.Spec.NodeName != "" {
+		return p.CreationTimestamp.Time
 	}
 	return time.Time{}
 }

@@ -5,6 +5,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -48,4 +49,20 @@ func TestClaimsPreparedOnlyWhereTheDriverRuns(t *testing.T) {
 	_, err = c.prepareClaims(devicePluginNode, false, pod)
 	require.ErrorContains(t, err, "DRA driver gpu.nvidia.com is not registered", "allocated elsewhere, bound here")
 	require.NotErrorIs(t, err, errClaimNotSeen, "a missing driver is no cache lag to wait out")
+}
+
+// A pod created with nodeName never passes the scheduler, so it has no
+// PodScheduled condition: the grace its claims get runs from its
+// creation, or the kubelet would wait for them forever and show its
+// containers running (seen in exploration: a 20 s wait per such shape).
+func TestBoundAtOfAPodCreatedWithNodeName(t *testing.T) {
+	created := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Spec: corev1.PodSpec{NodeName: "gpu-h100-exclusive-1"}}
+	require.Equal(t, created.Time, boundAt(p))
+
+	scheduled := metav1.NewTime(created.Add(3 * time.Second))
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: scheduled}}
+	require.Equal(t, scheduled.Time, boundAt(p), "the scheduler's bind, when there was one")
+
+	require.True(t, boundAt(&corev1.Pod{}).IsZero(), "not bound")
 }
