@@ -55,6 +55,7 @@ type Offer struct {
 // so, for the explanation of a resource no node advertises.
 func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
 	var atLimit, lacking []string
+	skipped := containersUseClaims(pod)
 	for _, np := range c.NodePools {
 		// A node the NodePool makes: its template's labels and taints.
 		made := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: np.Labels}, Spec: corev1.NodeSpec{Taints: np.Taints}}
@@ -62,6 +63,10 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 			continue
 		}
 		if _, tolerated := untolerated(pod, made); !tolerated {
+			continue
+		}
+		if skipped {
+			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the autoscaler makes no node for a pod whose containers use ResourceClaims: Karpenter skips such a pod, by default (--ignore-dra-requests; autoscaler-facts §10.1)", np.Name))
 			continue
 		}
 		var offered []string
@@ -86,6 +91,20 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 		return Reason{NodePoolAtLimit, summarize(uniq(atLimit))}, true, ""
 	}
 	return Reason{}, false, summarize(lacking)
+}
+
+// containersUseClaims is how Karpenter tells a pod with DRA requirements:
+// a container or init container that uses a claim; spec.resourceClaims
+// alone does not count (autoscaler-facts §10.2).
+func containersUseClaims(pod *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range cs {
+			if len(c.Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // holds reports whether a machine's resources cover every request.
@@ -157,7 +176,7 @@ func (c Cluster) CannotScale(pod *corev1.Pod) string {
 	for r, n := range c.DRA.claimRequests(pod) {
 		req[r] += n
 	}
-	if len(req) == 0 {
+	if len(req) == 0 && !containersUseClaims(pod) {
 		return ""
 	}
 	if _, ok, why := c.autoscale(pod, req); !ok {

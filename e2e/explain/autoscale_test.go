@@ -98,3 +98,23 @@ func TestCannotScale(t *testing.T) {
 	untol.Spec.Tolerations = nil
 	assert.Empty(t, c.CannotScale(&untol), "no NodePool takes it in explain's model, which is narrower than Karpenter's")
 }
+
+// A pod whose container uses a ResourceClaim gets no node from Karpenter
+// at all (autoscaler-facts §10.1), whatever the machine holds; declaring
+// the claim in spec.resourceClaims alone is not that (§10.2).
+func TestCannotScaleAPodOfClaims(t *testing.T) {
+	c := Cluster{NodePools: []NodePool{burstPool(0)}}
+	claims := burstPod("nvidia.com/gpu")
+	claims.Spec.Containers[0].Resources.Limits = nil
+	claims.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("h100")}}
+	assert.Empty(t, c.CannotScale(&claims), "a claim no container uses: Karpenter sizes the pod without it")
+
+	claims.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	assert.Contains(t, c.CannotScale(&claims), "NodePool gpu-h100-burst's nodes would take it, but the autoscaler makes no node for a pod whose containers use ResourceClaims")
+
+	untol := claims.DeepCopy()
+	untol.Spec.Tolerations = nil
+	assert.Empty(t, c.CannotScale(untol), "no NodePool takes it anyway")
+}
+
+func ptrTo(s string) *string { return &s }
