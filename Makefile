@@ -22,7 +22,7 @@ export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 RUN_FLAGS := $(if $(CANDIDATE),--candidate $(CANDIDATE)) $(if $(FLEET),--fleet $(FLEET)) $(GPUPOOL_FLAGS)
 
-.PHONY: all build control-plane autoscaler gpupool conformance mutants test test-unit test-suites test-e2e test-scale bench-scale vet clean down help \
+.PHONY: all build control-plane autoscaler gpupool conformance mutants mutants-serial test test-unit test-suites test-e2e test-scale bench-scale vet clean down help \
 	docker build-kind conformance-kind test-kind mutants-and-kind test-fuzz
 
 all: build
@@ -54,6 +54,13 @@ conformance: build
 ## the checks its candidate.yaml lists; prints the mutation score.
 mutants: build
 	$(BIN) mutants
+
+## The same verdicts with one suite at a time: the reference passes and
+## every broken candidate fails exactly its list, as `make mutants` holds
+## them with the suites side by side (about twice as long; not in `make test`).
+mutants-serial: build
+	$(BIN) run --suite-parallelism 1 --out reports/out/reference-serial
+	$(BIN) mutants --suite-parallelism 1 --out reports/out/mutants-serial
 
 test: test-unit test-fuzz test-suites test-e2e test-scale mutants-and-kind
 

@@ -53,7 +53,7 @@ func InstanceTypeFor(p fleet.Pool) (InstanceType, error) {
 		Name: fmt.Sprintf("sim-%s-x%d", sku.Key, p.GPUsPerNode),
 		// One zone, on demand; a price per GPU, so a NodePool offered
 		// several sizes prefers the smallest that fits, as a cloud's do.
-		Offerings:        []Offering{{CapacityType: "on-demand", Zone: "sim-zone-a", Price: float64(p.GPUsPerNode)}},
+		Offerings:        []Offering{OfferingIn("on-demand", "sim-zone-a", float64(p.GPUsPerNode))},
 		Architecture:     "amd64",
 		OperatingSystems: []string{"linux"},
 		Resources: map[string]string{

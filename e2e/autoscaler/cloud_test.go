@@ -4,6 +4,7 @@
 package autoscaler
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +35,20 @@ func TestInstanceTypeOffersPhysicalGPUs(t *testing.T) {
 	assert.ErrorContains(t, err, `pool p: SKU "no-such-gpu" is not in the catalogue`)
 	_, err = InstanceTypeFor(fleet.Pool{Name: "p", SKU: "a100-40gb"})
 	assert.ErrorContains(t, err, "gpusPerNode must be positive")
+}
+
+// The instance-types file is written in the provider's own field names
+// (autoscaler-facts §3.2): an offering's capacity type and zone are
+// requirements. Written as {capacityType, zone, price}, they were dropped
+// and only the price read (Go's JSON matches names case-insensitively), so
+// a NodePool that asks for on-demand capacity, as most do, found no
+// machine at all.
+func TestInstanceTypeFileFormat(t *testing.T) {
+	it, err := InstanceTypeFor(fleet.Pool{Name: "gpu-h100-burst", SKU: "h100-80gb", GPUsPerNode: 8})
+	require.NoError(t, err)
+	b, err := json.Marshal(it.Offerings)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[{"Price": 8, "Available": true, "Requirements": [
+		{"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+		{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["sim-zone-a"]}]}]`, string(b))
 }

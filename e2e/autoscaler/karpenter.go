@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -47,11 +48,28 @@ type InstanceType struct {
 	Resources        map[string]string `json:"resources"`
 }
 
-// Offering is where and at what price an instance type is sold.
+// Offering is where and at what price an instance type is sold, in the
+// provider's field names (autoscaler-facts §3.2): its capacity type and
+// zone are requirements, which the nodes it makes carry as labels (§4.3)
+// and a NodePool's requirements are matched against.
 type Offering struct {
-	CapacityType string  `json:"capacityType"`
-	Zone         string  `json:"zone"`
-	Price        float64 `json:"price"`
+	Price        float64                          `json:"Price"`
+	Available    bool                             `json:"Available"`
+	Requirements []corev1.NodeSelectorRequirement `json:"Requirements"`
+}
+
+// Karpenter's labels for where a node was bought.
+const (
+	LabelCapacityType = "karpenter.sh/capacity-type"
+	LabelZone         = "topology.kubernetes.io/zone"
+)
+
+// OfferingIn is an offering of one capacity type in one zone.
+func OfferingIn(capacityType, zone string, price float64) Offering {
+	return Offering{Price: price, Available: true, Requirements: []corev1.NodeSelectorRequirement{
+		{Key: LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{capacityType}},
+		{Key: LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}},
+	}}
 }
 
 // Karpenter is a running Karpenter.
