@@ -51,8 +51,8 @@ type nodePool struct {
 
 // NodePools reads the cluster's Karpenter NodePools as explain sees them,
 // with the machines each may buy from types (the simulated cloud's
-// instance types): those its node.kubernetes.io/instance-type requirement
-// allows. None where Karpenter's API is not served.
+// instance types): those its requirements on the instance type, capacity
+// type and zone allow. None where Karpenter's API is not served.
 func NodePools(ctx context.Context, dyn dynamic.Interface, types []InstanceType) ([]explain.NodePool, error) {
 	list, err := dyn.Resource(NodePoolResource).List(ctx, metav1.ListOptions{})
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
@@ -87,22 +87,16 @@ func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (expl
 	for k, v := range np.Spec.Template.Metadata.Labels {
 		out.Labels[k] = v
 	}
-	allowed := func(string) bool { return true }
+	var reqs []corev1.NodeSelectorRequirement
 	for _, r := range np.Spec.Template.Spec.Requirements {
 		if r.Operator == "In" && len(r.Values) == 1 {
 			out.Labels[r.Key] = r.Values[0] // a single-value In is a label of its nodes (autoscaler-facts §4.3)
 		}
-		if r.Key == LabelInstanceType {
-			values, op := r.Values, r.Operator
-			prev := allowed
-			allowed = func(name string) bool {
-				in := slices.Contains(values, name)
-				return prev(name) && ((op == "In" && in) || (op == "NotIn" && !in) || (op != "In" && op != "NotIn"))
-			}
-		}
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: corev1.NodeSelectorOperator(r.Operator), Values: r.Values})
 	}
 	for _, it := range types {
-		if !allowed(it.Name) {
+		if !it.meets(reqs) {
+			out.Unmet = append(out.Unmet, it.Name)
 			continue
 		}
 		res := corev1.ResourceList{}
@@ -116,4 +110,65 @@ func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (expl
 		out.Offers = append(out.Offers, explain.Offer{InstanceType: it.Name, Resources: res})
 	}
 	return out, nil
+}
+
+// meets reports whether a NodePool with these requirements may buy the
+// instance type: its name meets the requirements on
+// node.kubernetes.io/instance-type, and one of its offerings meets those
+// on capacity type and zone (autoscaler-facts §3.2). Requirements on other
+// labels are left to Karpenter: explain's model is narrower, not wrong.
+func (it InstanceType) meets(reqs []corev1.NodeSelectorRequirement) bool {
+	if !satisfies(reqs, LabelInstanceType, it.Name) {
+		return false
+	}
+	for _, o := range it.Offerings {
+		ok := true
+		for _, key := range []string{LabelCapacityType, LabelZone} {
+			ok = ok && satisfies(reqs, key, offered(o, key))
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// satisfies reports whether a label value ("" for none) meets every
+// requirement on key.
+func satisfies(reqs []corev1.NodeSelectorRequirement, key, value string) bool {
+	for _, r := range reqs {
+		if r.Key != key {
+			continue
+		}
+		in := value != "" && slices.Contains(r.Values, value)
+		switch r.Operator {
+		case corev1.NodeSelectorOpIn:
+			if !in {
+				return false
+			}
+		case corev1.NodeSelectorOpNotIn:
+			if in {
+				return false
+			}
+		case corev1.NodeSelectorOpExists:
+			if value == "" {
+				return false
+			}
+		case corev1.NodeSelectorOpDoesNotExist:
+			if value != "" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// offered is the single value an offering's requirement on key gives.
+func offered(o Offering, key string) string {
+	for _, r := range o.Requirements {
+		if r.Key == key && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			return r.Values[0]
+		}
+	}
+	return ""
 }

@@ -111,4 +111,31 @@ func TestExplainedNodePoolOfTheReference(t *testing.T) {
 	q := got.Limits["nvidia.com/gpu"]
 	assert.Equal(t, int64(16), q.Value())
 	assert.Len(t, got.Taints, 2)
+
+	// Spot only: the cloud sells its machines on demand, so the NodePool
+	// may buy none, and says which it ruled out.
+	spot := np.DeepCopy()
+	reqs, _, _ := unstructured.NestedSlice(spot.Object, "spec", "template", "spec", "requirements")
+	reqs = append(reqs[:1], map[string]any{"key": LabelCapacityType, "operator": "In", "values": []any{"spot"}})
+	require.NoError(t, unstructured.SetNestedSlice(spot.Object, reqs, "spec", "template", "spec", "requirements"))
+	got, err = ExplainedNodePool(spot, c.InstanceTypes())
+	require.NoError(t, err)
+	assert.Empty(t, got.Offers)
+	assert.Contains(t, got.Unmet, "sim-h100-80gb-x8")
+}
+
+// A NodePool's requirements on the instance type, capacity type and zone
+// choose the machines it may buy; other keys are Karpenter's to judge.
+func TestInstanceTypeMeetsRequirements(t *testing.T) {
+	it, err := InstanceTypeFor(fleet.Pool{Name: "p", SKU: "h100-80gb", GPUsPerNode: 8})
+	require.NoError(t, err)
+	req := func(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
+		return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+	}
+	assert.True(t, it.meets(nil))
+	assert.True(t, it.meets([]corev1.NodeSelectorRequirement{req(LabelCapacityType, corev1.NodeSelectorOpIn, "on-demand", "spot"), req(LabelZone, corev1.NodeSelectorOpExists)}))
+	assert.False(t, it.meets([]corev1.NodeSelectorRequirement{req(LabelCapacityType, corev1.NodeSelectorOpIn, "spot")}))
+	assert.False(t, it.meets([]corev1.NodeSelectorRequirement{req(LabelZone, corev1.NodeSelectorOpNotIn, "sim-zone-a")}))
+	assert.False(t, it.meets([]corev1.NodeSelectorRequirement{req(LabelInstanceType, corev1.NodeSelectorOpIn, "sim-l4-x1")}))
+	assert.True(t, it.meets([]corev1.NodeSelectorRequirement{req("karpenter.sh/nodepool", corev1.NodeSelectorOpExists)}), "not the cloud's to judge")
 }

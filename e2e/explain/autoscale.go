@@ -36,6 +36,9 @@ type NodePool struct {
 	// cloud lists them: what the autoscaler knows a node will have
 	// (autoscaler-facts §3.3).
 	Offers []Offer
+	// Unmet names the instance types the cloud sells that its
+	// requirements rule out.
+	Unmet []string
 	// Limits bound the sum of its nodes' resources; InUse is that sum now
 	// (the NodePool's status.resources).
 	Limits, InUse corev1.ResourceList
@@ -81,6 +84,10 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 				continue
 			}
 			return Reason{NodeComing, fmt.Sprintf("NodePool %s can make a node for it (instance type %s): the autoscaler is expected to bring one", np.Name, o.InstanceType)}, true, ""
+		}
+		if len(np.Offers) == 0 {
+			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but its requirements rule out every machine the cloud sells (%s)", np.Name, orNothing(np.Unmet)))
+			continue
 		}
 		if len(offered) > 0 {
 			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the machines it may buy list %s, not what it asks (%s): an autoscaler knows only what an instance type lists",
@@ -183,4 +190,11 @@ func (c Cluster) CannotScale(pod *corev1.Pod) string {
 		return why
 	}
 	return ""
+}
+
+func orNothing(names []string) string {
+	if len(names) == 0 {
+		return "it sells nothing"
+	}
+	return strings.Join(names, ", ")
 }

@@ -118,3 +118,12 @@ func TestCannotScaleAPodOfClaims(t *testing.T) {
 }
 
 func ptrTo(s string) *string { return &s }
+
+// A NodePool whose requirements rule out every machine the cloud sells
+// makes no node, ever: said at once, not left to a timeout.
+func TestCannotScaleANodePoolThatMayBuyNothing(t *testing.T) {
+	np := burstPool(0)
+	np.Offers, np.Unmet = nil, []string{"sim-h100-80gb-x8"}
+	gpu := burstPod("nvidia.com/gpu")
+	assert.Equal(t, "NodePool gpu-h100-burst's nodes would take it, but its requirements rule out every machine the cloud sells (sim-h100-80gb-x8)", Cluster{NodePools: []NodePool{np}}.CannotScale(&gpu))
+}
