@@ -23,6 +23,7 @@ var shortNames = map[string]string{
 	"kubelet-facts":    "kubelet-facts.md",
 	"pod-update-facts": "pod-update-facts.md",
 	"autoscaler-facts": "autoscaler-facts.md",
+	"scheduler-facts":  "scheduler-facts.md",
 }
 
 // retired are names that cited a facts file once and must not any more.
