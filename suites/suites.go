@@ -43,15 +43,13 @@ var phases = [][]*suite.Suite{
 	// mostly dry-run; pool, runtimeclass and access place one or two
 	// well-formed pods per pool and nodeName pods that ask for no GPU.
 	{admission.Suite, security.Suite, pool.Suite, runtimeclass.Suite, access.Suite},
-	// Health takes the H100 exclusive pool's plugin down on every node of
-	// the pool, and one node's health.
-	{health.Suite},
+	// Disjoint pools: health changes the H100 exclusive pool's plugin
+	// and one node's health, mig relabels one A100 node.
+	{health.Suite, mig.Suite},
 	// Each fills whole pools or nodes, not the other's: sharing the first
 	// H100 exclusive node and the time-sliced L4s, dra the DRA L4s and the
-	// last two H100 exclusive nodes (one migrated, one keeps a pod), mig
-	// relabels one A100 node (its relabel is brief: health's waits for a
-	// verdict to stand ran beside it before).
-	{sharing.Suite, dra.Suite, mig.Suite},
+	// last two H100 exclusive nodes (one migrated, one keeps a pod).
+	{sharing.Suite, dra.Suite},
 	// A snapshot of every node, pod and claim explains its Pending pods.
 	{pending.Suite},
 	// Pods on every GPU node, aimed anywhere a tenant can aim them.

@@ -25,9 +25,11 @@ import (
 var NodeClaimResource = schema.GroupVersionResource{Group: Group, Version: "v1", Resource: "nodeclaims"}
 
 // Empty takes a NodePool back to zero nodes through the running
-// Karpenter and waits until no NodeClaim and no node of it is left. A
-// check that counts the nodes a NodePool makes starts from there, not
-// from a node an earlier check left for consolidation.
+// Karpenter and waits until no NodeClaim and no node of it is left. No
+// check calls it since the checks stopped emptying the pool between them
+// (a removal takes at least 5 s, autoscaler-facts §6.9); it is kept for
+// removing what Karpenter made from a cluster gpupool did not make, where
+// the cluster is not removed with the run (#28).
 //
 // It deletes a NodeClaim only once it is Registered, since Karpenter
 // then drains and removes its node, and deleting it sooner leaks the node

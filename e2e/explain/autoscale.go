@@ -173,7 +173,9 @@ func asks(req map[string]int64) string {
 
 // CannotScale says why no autoscaler will ever make a node for a Pending
 // pod that some NodePool's nodes would take: no machine those NodePools
-// may buy lists what it asks (autoscaler-facts §3.3). It is "" whenever
+// may buy lists what it asks (autoscaler-facts §3.3), their requirements
+// rule out every machine the cloud sells, or the pod's containers use
+// ResourceClaims, which Karpenter skips (§10.1). It is "" whenever
 // a NodePool can make a node for the pod, is at its limit, or no NodePool
 // takes the pod at all: explain's model of a NodePool's nodes is its
 // template's labels and taints, narrower than Karpenter's, so those cases

@@ -447,8 +447,10 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 // refusedToStart: the simulated kubelet could not prepare the pod's DRA
 // claims and holds every container waiting (fakegpu.DRAPrepareFailed): no
 // container started, so none sees anything, and none will while the claim
-// stays unprepared. A pod bound by nodeName is such a pod for good: nothing
-// allocates its claims (dra-facts §4).
+// stays unprepared. It is judged then, as the cluster shows it: held
+// unstarted. (A shared claim someone else allocated may still be reserved
+// for it later; what its containers would see then is not judged, which
+// can miss a violation, never invent one.)
 func refusedToStart(p *corev1.Pod) bool {
 	if len(p.Status.ContainerStatuses) == 0 {
 		return false

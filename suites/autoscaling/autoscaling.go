@@ -72,9 +72,11 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 // scaledUp waits for the pod to run on a node with its GPU, and returns
 // the node. It does not take the scheduler's Unschedulable as final: that
 // is what the autoscaler answers. The autoscaler's own refusal is final
-// when explain agrees that a NodePool would take the pod but no machine
-// it may buy lists what the pod asks: a pool that cannot scale from zero
-// (autoscaler-facts §3.3) fails at once, with why, not at the timeout.
+// when explain agrees that a NodePool would take the pod but will never
+// make it a node (explain.CannotScale: no machine it may buy lists what
+// the pod asks, autoscaler-facts §3.3, or may be bought at all, or the
+// pod is one of claims Karpenter skips): such a pool fails at once, with
+// why, not at the timeout.
 func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
 	cs := r.Client
 	dyn, types, err := nodePoolReader(r)
