@@ -58,12 +58,6 @@ type Offering struct {
 	Requirements []corev1.NodeSelectorRequirement `json:"Requirements"`
 }
 
-// Karpenter's labels for where a node was bought.
-const (
-	LabelCapacityType = "karpenter.sh/capacity-type"
-	LabelZone         = "topology.kubernetes.io/zone"
-)
-
 // OfferingIn is an offering of one capacity type in one zone.
 func OfferingIn(capacityType, zone string, price float64) Offering {
 	return Offering{Price: price, Available: true, Requirements: []corev1.NodeSelectorRequirement{

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	"github.com/gpupool/gpupool/e2e/explain"
 )
@@ -113,54 +113,37 @@ func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (expl
 }
 
 // meets reports whether a NodePool with these requirements may buy the
-// instance type: its name meets the requirements on
-// node.kubernetes.io/instance-type, and one of its offerings meets those
-// on capacity type and zone (autoscaler-facts §3.2). Requirements on other
-// labels are left to Karpenter: explain's model is narrower, not wrong.
+// instance type: a node of it, with one of its offerings' capacity type
+// and zone (autoscaler-facts §3.2, §4.3), matches the requirements on those
+// three labels, as a node selector matches. Requirements on other labels
+// are left to Karpenter: explain's model is narrower, not wrong, and so is
+// a requirement the selector cannot parse.
 func (it InstanceType) meets(reqs []corev1.NodeSelectorRequirement) bool {
-	if !satisfies(reqs, LabelInstanceType, it.Name) {
-		return false
+	var own []corev1.NodeSelectorRequirement
+	for _, r := range reqs {
+		if r.Key == LabelInstanceType || r.Key == LabelCapacityType || r.Key == LabelZone {
+			own = append(own, r)
+		}
+	}
+	if len(own) == 0 {
+		return true
+	}
+	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: own}}})
+	if err != nil {
+		return true
 	}
 	for _, o := range it.Offerings {
-		ok := true
+		labels := map[string]string{LabelInstanceType: it.Name}
 		for _, key := range []string{LabelCapacityType, LabelZone} {
-			ok = ok && satisfies(reqs, key, offered(o, key))
+			if v := offered(o, key); v != "" {
+				labels[key] = v
+			}
 		}
-		if ok {
+		if sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}}) {
 			return true
 		}
 	}
 	return false
-}
-
-// satisfies reports whether a label value ("" for none) meets every
-// requirement on key.
-func satisfies(reqs []corev1.NodeSelectorRequirement, key, value string) bool {
-	for _, r := range reqs {
-		if r.Key != key {
-			continue
-		}
-		in := value != "" && slices.Contains(r.Values, value)
-		switch r.Operator {
-		case corev1.NodeSelectorOpIn:
-			if !in {
-				return false
-			}
-		case corev1.NodeSelectorOpNotIn:
-			if in {
-				return false
-			}
-		case corev1.NodeSelectorOpExists:
-			if value == "" {
-				return false
-			}
-		case corev1.NodeSelectorOpDoesNotExist:
-			if value != "" {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // offered is the single value an offering's requirement on key gives.

@@ -25,6 +25,9 @@ import (
 const (
 	LabelNodePool     = "karpenter.sh/nodepool"
 	LabelInstanceType = corev1.LabelInstanceTypeStable
+	// Where it was bought: its offering's capacity type and zone (§3.2).
+	LabelCapacityType = "karpenter.sh/capacity-type"
+	LabelZone         = corev1.LabelTopologyZone
 )
 
 // Cloud is the simulated cloud of a fleet: the instance types it sells,
