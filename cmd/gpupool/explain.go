@@ -80,7 +80,7 @@ func explainCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if nodePools, err = autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes()); err != nil {
+			if nodePools, err = autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes(), autoscaler.OverlayGateUnknown); err != nil {
 				return err
 			}
 		}

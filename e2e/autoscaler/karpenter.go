@@ -14,13 +14,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	corev1 "k8s.io/api/core/v1"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/dirs"
@@ -91,6 +94,9 @@ type Options struct {
 	// Log receives Karpenter's log at level info, what it decided and why
 	// (nil: errors only).
 	Log io.Writer
+	// FeatureGates are the candidate's --feature-gates (none: Karpenter's
+	// defaults, autoscaler-facts §8.6).
+	FeatureGates map[string]bool
 }
 
 // Start runs Karpenter against the cluster, in a network namespace of its
@@ -129,6 +135,13 @@ func Start(opt Options) (*Karpenter, error) {
 		"--instance-types-file-path", typesFile,
 		// One Karpenter per cluster, and the run's own: no lease to win.
 		"--disable-leader-election",
+	}
+	if len(opt.FeatureGates) > 0 {
+		var gates []string
+		for _, g := range slices.Sorted(maps.Keys(opt.FeatureGates)) {
+			gates = append(gates, fmt.Sprintf("%s=%t", g, opt.FeatureGates[g]))
+		}
+		args = append(args, "--feature-gates", strings.Join(gates, ","))
 	}
 	log := &tail{max: 8192}
 	var out io.Writer = log

@@ -25,6 +25,9 @@ import (
 const (
 	LabelNodePool     = "karpenter.sh/nodepool"
 	LabelInstanceType = corev1.LabelInstanceTypeStable
+	// A node whose resources Karpenter has seen registered; from then on
+	// its own capacity counts against its NodePool's limits (§12.2).
+	LabelInitialized = "karpenter.sh/initialized"
 	// Where it was bought: its offering's capacity type and zone (§3.2).
 	LabelCapacityType = "karpenter.sh/capacity-type"
 	LabelZone         = corev1.LabelTopologyZone

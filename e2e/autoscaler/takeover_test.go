@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/explain"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/fakegpu"
 )
@@ -24,6 +26,7 @@ func cloudOf(t *testing.T) *Cloud {
 	f := &fleet.Fleet{Spec: fleet.Spec{AutoscaledPools: []fleet.AutoscaledPool{
 		{Pool: fleet.Pool{Name: "h100-burst", SKU: "h100-80gb", GPUsPerNode: 8}, NodePool: "np-h100", MaxNodes: 2},
 		{Pool: fleet.Pool{Name: "l4-dra", SKU: "l4", GPUsPerNode: 1, DRA: &fleet.DRA{Mode: "gpu"}}, NodePool: "np-l4", MaxNodes: 2},
+		{Pool: fleet.Pool{Name: "a100-mig", SKU: "a100-40gb", GPUsPerNode: 8}, NodePool: "np-a100", MaxNodes: 1},
 	}}}
 	c, err := NewCloud(f)
 	require.NoError(t, err)
@@ -39,7 +42,11 @@ func karpenterNode(instanceType, nodePool string) *corev1.Node {
 // NodePool made it; the pool's labels and taints stay the NodePool's.
 func TestTakeOverGivesTheInstanceTypesHardware(t *testing.T) {
 	c := cloudOf(t)
-	assert.Equal(t, []string{"sim-h100-80gb-x8", "sim-l4-x1"}, []string{c.InstanceTypes()[0].Name, c.InstanceTypes()[1].Name})
+	var names []string
+	for _, it := range c.InstanceTypes() {
+		names = append(names, it.Name)
+	}
+	assert.Equal(t, []string{"sim-a100-40gb-x8", "sim-h100-80gb-x8", "sim-l4-x1"}, names)
 
 	labels, ann, ok, err := c.TakeOver(karpenterNode("sim-h100-80gb-x8", "np-h100"))
 	require.NoError(t, err)
@@ -95,7 +102,7 @@ func TestExplainedNodePoolOfTheReference(t *testing.T) {
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		u := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
-		if u.GetKind() == "NodePool" {
+		if u.GetKind() == "NodePool" && u.GetName() == "gpu-h100-burst" {
 			np = u
 		}
 	}
@@ -122,6 +129,68 @@ func TestExplainedNodePoolOfTheReference(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got.Offers)
 	assert.Contains(t, got.Unmet, "sim-h100-80gb-x8")
+}
+
+// The reference's MIG pool scales from zero only through its NodeOverlay:
+// with Karpenter's gate on, the machine it may buy holds the 56 slices
+// its nodes will advertise; with the gate off, or the overlay refused,
+// it holds 8 whole GPUs, and explain says which overlay is not applied
+// and why.
+func TestNodeOverlayGivesTheMIGPoolItsSlices(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/candidates/reference/80-autoscaling.yaml")
+	require.NoError(t, err)
+	var np *unstructured.Unstructured
+	var overlays []nodeOverlay
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		u := &unstructured.Unstructured{}
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &u.Object))
+		switch {
+		case u.GetKind() == "NodePool" && u.GetName() == "gpu-a100-mig-burst":
+			np = u
+		case u.GetKind() == "NodeOverlay":
+			var o nodeOverlay
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o))
+			overlays = append(overlays, o)
+		}
+	}
+	require.NotNil(t, np)
+	require.Len(t, overlays, 1)
+	slices := func(gate OverlayGate, ovs []nodeOverlay) (int64, []explain.Overlay) {
+		got, err := ExplainedNodePool(np, cloudOf(t).InstanceTypes())
+		require.NoError(t, err)
+		overlay(&got, np.Object, ovs, gate)
+		require.Len(t, got.Offers, 1)
+		q := got.Offers[0].Resources["nvidia.com/mig-1g.5gb"]
+		return q.Value(), got.Unapplied
+	}
+
+	n, unapplied := slices(OverlayGateOn, overlays)
+	assert.Equal(t, int64(56), n, "the gate on, not yet evaluated: taken as applied")
+	assert.Empty(t, unapplied)
+
+	n, unapplied = slices(OverlayGateOff, overlays)
+	assert.Zero(t, n)
+	require.Len(t, unapplied, 1)
+	assert.Contains(t, unapplied[0].Why, "feature gate off")
+
+	n, unapplied = slices(OverlayGateUnknown, overlays)
+	assert.Zero(t, n, "nothing says Karpenter applies it")
+	require.Len(t, unapplied, 1)
+	assert.Contains(t, unapplied[0].Why, "not evaluated")
+
+	refused := append([]nodeOverlay(nil), overlays...)
+	refused[0].Status.Conditions = []metav1.Condition{{Type: "ValidationSucceeded", Status: metav1.ConditionFalse, Reason: "Conflict", Message: "conflict with another overlay"}}
+	n, unapplied = slices(OverlayGateOn, refused)
+	assert.Zero(t, n)
+	require.Len(t, unapplied, 1)
+	assert.Contains(t, unapplied[0].Why, "Conflict")
+
+	// Another NodePool's machines are not the overlay's.
+	other := append([]nodeOverlay(nil), overlays...)
+	other[0].Spec.Requirements = []corev1.NodeSelectorRequirement{{Key: LabelNodePool, Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu-h100-burst"}}}
+	n, unapplied = slices(OverlayGateOn, other)
+	assert.Zero(t, n)
+	assert.Empty(t, unapplied)
 }
 
 // A NodePool's requirements on the instance type, capacity type and zone

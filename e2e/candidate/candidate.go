@@ -8,12 +8,14 @@ package candidate
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -374,6 +376,7 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 		}
 		c.Meta.Spec.FleetPatches = append(append([]v1alpha1.PoolPatch(nil), base.Meta.Spec.FleetPatches...), spec.FleetPatches...)
 	}
+	c.Meta.Spec.Autoscaler = mergeAutoscaler(base.Meta.Spec.Autoscaler, spec.Autoscaler)
 	var merged []Object
 	for _, o := range base.Objects {
 		if !strings.HasPrefix(o.File, helmSourcePrefix) {
@@ -411,6 +414,20 @@ func (c *Candidate) applyBase(visiting map[string]bool) error {
 	return c.applyPatches(meta)
 }
 
+// mergeAutoscaler is the base's autoscaler settings with own's over them,
+// gate by gate: a broken candidate turns one gate off and keeps the rest.
+func mergeAutoscaler(base, own *v1alpha1.AutoscalerSettings) *v1alpha1.AutoscalerSettings {
+	if base == nil || own == nil {
+		return cmp.Or(own, base)
+	}
+	out := &v1alpha1.AutoscalerSettings{FeatureGates: maps.Clone(base.FeatureGates)}
+	if out.FeatureGates == nil {
+		out.FeatureGates = map[string]bool{}
+	}
+	maps.Copy(out.FeatureGates, own.FeatureGates)
+	return out
+}
+
 func (c *Candidate) applyPatches(meta string) error {
 	for i, p := range c.Meta.Spec.Patches {
 		found := false
@@ -440,6 +457,13 @@ func (c *Candidate) Fingerprint() string {
 		b, _ := json.Marshal(o.Object) // map keys sorted: canonical
 		h.Write(b)
 		h.Write([]byte{'\n'})
+	}
+	if a := c.Meta.Spec.Autoscaler; a != nil && len(a.FeatureGates) > 0 {
+		// How the autoscaler runs changes what the objects do. Written
+		// only when set, so a candidate without it keeps its fingerprint.
+		b, _ := json.Marshal(a)
+		h.Write([]byte("autoscaler "))
+		h.Write(b)
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }

@@ -103,6 +103,35 @@ spec:
 	assert.Contains(t, err.Error(), "spec.omit[0]: the base has no Namespace zzz")
 }
 
+// Autoscaler settings come from the base, a child's gates over the
+// base's gate by gate, and they are part of the fingerprint: the same
+// objects under another Karpenter are another candidate.
+func TestAutoscalerSettingsInheritAndFingerprint(t *testing.T) {
+	root := writeFiles(t, map[string]string{
+		"base/candidate.yaml": "apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nspec: {autoscaler: {featureGates: {NodeOverlay: true, NodeRepair: true}}}\n",
+		"base/10-ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+		"same/candidate.yaml": "apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nspec: {base: ../base}\n",
+		"off/candidate.yaml":  "apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nspec: {base: ../base, autoscaler: {featureGates: {NodeOverlay: false}}}\n",
+	})
+	base, err := Load(filepath.Join(root, "base"))
+	require.NoError(t, err)
+	same, err := Load(filepath.Join(root, "same"))
+	require.NoError(t, err)
+	off, err := Load(filepath.Join(root, "off"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"NodeOverlay": true, "NodeRepair": true}, same.Meta.Spec.Autoscaler.FeatureGates)
+	assert.Equal(t, map[string]bool{"NodeOverlay": false, "NodeRepair": true}, off.Meta.Spec.Autoscaler.FeatureGates)
+	assert.Equal(t, base.Fingerprint(), same.Fingerprint())
+	assert.NotEqual(t, base.Fingerprint(), off.Fingerprint())
+
+	// Written as loaded, the settings stay.
+	dir := t.TempDir()
+	require.NoError(t, off.WriteLoaded(dir))
+	back, err := Load(dir)
+	require.NoError(t, err)
+	assert.Equal(t, off.Fingerprint(), back.Fingerprint())
+}
+
 // The refused candidate.yaml files of e2e/apis/v1alpha1/testdata/invalid
 // are refused by Load too, in a directory with a manifest, with the same
 // errors and the file named.

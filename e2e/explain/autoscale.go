@@ -42,12 +42,27 @@ type NodePool struct {
 	// Limits bound the sum of its nodes' resources; InUse is that sum now
 	// (the NodePool's status.resources).
 	Limits, InUse corev1.ResourceList
+	// Unapplied are NodeOverlays that select this NodePool's machines
+	// but that the autoscaler does not apply.
+	Unapplied []Overlay
 }
 
 // Offer is one instance type a NodePool may buy.
 type Offer struct {
 	InstanceType string
-	Resources    corev1.ResourceList
+	// Resources are the machine's as the cloud lists them, with the
+	// capacity of the NodeOverlays applied to it (autoscaler-facts §8.7).
+	Resources corev1.ResourceList
+	// Overlays name those NodeOverlays.
+	Overlays []string
+}
+
+// Overlay is a NodeOverlay's capacity for one instance type of a
+// NodePool, and why the autoscaler does not apply it.
+type Overlay struct {
+	Name, InstanceType string
+	Capacity           corev1.ResourceList
+	Why                string
 }
 
 // autoscale says what the cluster's autoscaler does for a Pending pod
@@ -83,21 +98,46 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 					np.Name, o.InstanceType, name, quantityString(np.Limits, name), quantityString(np.InUse, name)))
 				continue
 			}
-			return Reason{NodeComing, fmt.Sprintf("NodePool %s can make a node for it (instance type %s): the autoscaler is expected to bring one", np.Name, o.InstanceType)}, true, ""
+			with := ""
+			if len(o.Overlays) > 0 {
+				with = ", with the capacity of NodeOverlay " + strings.Join(o.Overlays, ", ")
+			}
+			return Reason{NodeComing, fmt.Sprintf("NodePool %s can make a node for it (instance type %s%s): the autoscaler is expected to bring one", np.Name, o.InstanceType, with)}, true, ""
 		}
 		if len(np.Offers) == 0 {
 			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but its requirements rule out every machine the cloud sells (%s)", np.Name, orNothing(np.Unmet)))
 			continue
 		}
 		if len(offered) > 0 {
-			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the machines it may buy list %s, not what it asks (%s): an autoscaler knows only what an instance type lists",
-				np.Name, strings.Join(offered, ", "), asks(req)))
+			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the machines it may buy list %s, not what it asks (%s): an autoscaler knows only what an instance type lists%s",
+				np.Name, strings.Join(offered, ", "), asks(req), np.unapplied(req)))
 		}
 	}
 	if len(atLimit) > 0 {
 		return Reason{NodePoolAtLimit, summarize(uniq(atLimit))}, true, ""
 	}
 	return Reason{}, false, summarize(lacking)
+}
+
+// unapplied says which of the NodePool's unapplied NodeOverlays would
+// have given a machine what req asks, and why they do not.
+func (np NodePool) unapplied(req map[string]int64) string {
+	var out []string
+	for _, ov := range np.Unapplied {
+		for _, o := range np.Offers {
+			if o.InstanceType != ov.InstanceType {
+				continue
+			}
+			with := o.Resources.DeepCopy()
+			for name, q := range ov.Capacity {
+				with[name] = q
+			}
+			if holds(with, req) {
+				out = append(out, fmt.Sprintf("; NodeOverlay %s would add %s to %s, but %s", ov.Name, gpuResources(ov.Capacity), o.InstanceType, ov.Why))
+			}
+		}
+	}
+	return strings.Join(uniq(out), "")
 }
 
 // containersUseClaims is how Karpenter tells a pod with DRA requirements:

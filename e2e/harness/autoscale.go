@@ -6,7 +6,9 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +65,7 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog})
+	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
 	if err != nil {
 		cancel()
 		return err
@@ -73,8 +75,28 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 	for _, it := range cloud.InstanceTypes() {
 		names = append(names, it.Name)
 	}
-	r.Log("autoscaler: Karpenter %s started in %s, the cloud selling %s", upstream.KarpenterVersion(), time.Since(start).Round(time.Millisecond), strings.Join(names, ", "))
+	gates := ""
+	for _, g := range slices.Sorted(maps.Keys(r.autoscalerGates())) {
+		gates += fmt.Sprintf(" %s=%t", g, r.autoscalerGates()[g])
+	}
+	if gates != "" {
+		gates = ", its feature gates" + gates
+	}
+	r.Log("autoscaler: Karpenter %s started in %s, the cloud selling %s%s", upstream.KarpenterVersion(), time.Since(start).Round(time.Millisecond), strings.Join(names, ", "), gates)
 	return nil
+}
+
+// autoscalerGates are the candidate's Karpenter feature gates.
+func (r *Run) autoscalerGates() map[string]bool {
+	if a := r.Candidate.Meta.Spec.Autoscaler; a != nil {
+		return a.FeatureGates
+	}
+	return nil
+}
+
+// OverlayGate is whether the run's Karpenter applies NodeOverlays.
+func (r *Run) OverlayGate() autoscaler.OverlayGate {
+	return autoscaler.GateOf(r.autoscalerGates())
 }
 
 // stopAutoscaler ends Karpenter and the cloud. What Karpenter made stays

@@ -33,7 +33,8 @@ import (
 //   - an autoscaled pool whose pods ask a resource its machine does not
 //     list (a MIG profile, the renamed nvidia.com/gpu.shared) never
 //     scales from zero: the autoscaler knows only what an instance type
-//     lists (autoscaler-facts §3.3).
+//     lists (autoscaler-facts §3.3), unless a NodeOverlay adds it and
+//     Karpenter runs with its NodeOverlay gate on (§8.5, §8.6).
 func Review(pl *Plan) []string {
 	var out []string
 	out = append(out, reviewPolicies(pl)...)
@@ -46,6 +47,19 @@ func Review(pl *Plan) []string {
 
 func reviewScaleFromZero(pl *Plan) []string {
 	var out []string
+	var objects []*unstructured.Unstructured
+	nodePools := map[string]*unstructured.Unstructured{}
+	for _, o := range pl.Candidate.Objects {
+		objects = append(objects, o.Unstructured)
+		if o.GroupVersionKind().Group == autoscaler.Group && o.GetKind() == "NodePool" {
+			nodePools[o.GetName()] = o.Unstructured
+		}
+	}
+	var gates map[string]bool
+	if a := pl.Candidate.Meta.Spec.Autoscaler; a != nil {
+		gates = a.FeatureGates
+	}
+	gate := autoscaler.GateOf(gates)
 	for _, p := range pl.Fleet.Autoscaled() {
 		res, _, err := pl.Intended(p.Pool)
 		if err != nil {
@@ -56,6 +70,15 @@ func reviewScaleFromZero(pl *Plan) []string {
 			continue
 		}
 		if _, listed := it.Resources[res]; listed {
+			continue
+		}
+		overlays := autoscaler.OverlaysAdding(objects, nodePools[p.NodePool], it.Name, res)
+		if len(overlays) > 0 && gate == autoscaler.OverlayGateOn {
+			continue
+		}
+		if len(overlays) > 0 {
+			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s's pods ask %s, which NodeOverlay %s adds to its machine %s, but the candidate runs Karpenter with its NodeOverlay feature gate off, so no overlay applies (spec.autoscaler.featureGates; autoscaler-facts §8.6) and a Pending pod of the pool never makes a node",
+				pl.Fleet.File, p.Name, res, strings.Join(overlays, ", "), it.Name))
 			continue
 		}
 		var lists []string

@@ -32,7 +32,7 @@ func TestReview(t *testing.T) {
 		return o.GetKind() == "ValidatingAdmissionPolicy" && o.GetName() == "gpu-pool-contract"
 	})
 	for _, o := range pl.Candidate.Objects {
-		if o.GetKind() == "NodePool" {
+		if o.GetKind() == "NodePool" && o.GetName() == "gpu-h100-burst" {
 			o.SetName("gpu-burst") // renamed: the fleet's pool names another
 		}
 	}
@@ -63,4 +63,15 @@ func TestReviewSaysAPoolCannotScaleFromZero(t *testing.T) {
 	require.NoError(t, err)
 	got := strings.Join(Review(pl), "\n")
 	assert.Contains(t, got, "autoscaled pool gpu-h100-burst's pods ask nvidia.com/mig-1g.10gb, which its machine sim-h100-80gb-x8 does not list (it lists nvidia.com/gpu 8): an autoscaler knows only what an instance type lists")
+}
+
+// The reference's MIG pool scales from zero through its NodeOverlay; with
+// Karpenter's gate off, its default, the overlay applies nowhere, and the
+// review says so before any cluster.
+func TestReviewSaysANodeOverlayIsGatedOff(t *testing.T) {
+	pl, err := Prepare("../../manifests/fleets/reference.yaml", "../../manifests/candidates/reference")
+	require.NoError(t, err)
+	pl.Candidate.Meta.Spec.Autoscaler = nil
+	got := strings.Join(Review(pl), "\n")
+	assert.Contains(t, got, "autoscaled pool gpu-a100-mig-burst's pods ask nvidia.com/mig-1g.5gb, which NodeOverlay a100-mig-all-1g-5gb adds to its machine sim-a100-40gb-x8, but the candidate runs Karpenter with its NodeOverlay feature gate off")
 }

@@ -5,6 +5,7 @@ package autoscaling
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -39,31 +40,32 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			for _, p := range autoscaled(t, r) {
+			eachPool(t, r, func(p fleet.AutoscaledPool) error {
 				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, p.Name+"-scales")
 				if err != nil {
-					t.Fatal(err)
+					return err
 				}
 				created, err := expect.Admitted(ctx, r.Client, pod)
 				if err != nil {
-					t.Fatalf("a well-formed GPU pod of autoscaled pool %s: %v", p.Name, err)
+					return fmt.Errorf("a well-formed GPU pod: %w", err)
 				}
 				start := time.Now()
 				node, err := scaledUp(ctx, r, created, p)
 				if err != nil {
-					t.Error(err)
-					continue
+					return err
 				}
 				t.Logf("pool %s: pod %s ran on node %s %s after it was created", p.Name, created.Name, node.Name, time.Since(start).Round(100*time.Millisecond))
+				var errs []error
 				for _, problem := range nodeProblems(node, p) {
-					t.Errorf("pool %s: pod %s ran on node %s, which %s", p.Name, created.Name, node.Name, problem)
+					errs = append(errs, fmt.Errorf("pod %s ran on node %s, which %s", created.Name, node.Name, problem))
 				}
 				// Its node is left to the autoscaler to remove (a minute
 				// or so: autoscaler-facts §5); this suite runs last for that.
 				if err := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{}); err != nil {
-					t.Fatal(err)
+					errs = append(errs, err)
 				}
-			}
+				return errors.Join(errs...)
+			})
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)
@@ -99,7 +101,7 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 			}
 			if said != "" && said != judged {
 				judged = said
-				why, err := cannotScale(ctx, dyn, types, got)
+				why, err := cannotScale(ctx, dyn, types, r.OverlayGate(), got)
 				if err != nil {
 					return false, "", err
 				}
@@ -149,8 +151,8 @@ func nodePoolReader(r *harness.Run) (dynamic.Interface, []autoscaler.InstanceTyp
 
 // cannotScale is explain's word, NodePools included, when no autoscaler
 // will ever make a node for the Pending pod ("" otherwise).
-func cannotScale(ctx context.Context, dyn dynamic.Interface, types []autoscaler.InstanceType, pod *corev1.Pod) (string, error) {
-	nodePools, err := autoscaler.NodePools(ctx, dyn, types)
+func cannotScale(ctx context.Context, dyn dynamic.Interface, types []autoscaler.InstanceType, gate autoscaler.OverlayGate, pod *corev1.Pod) (string, error) {
+	nodePools, err := autoscaler.NodePools(ctx, dyn, types, gate)
 	if err != nil {
 		return "", err
 	}

@@ -49,11 +49,9 @@ func TestScaleDownHonoursPDB(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("a node of each autoscaled pool, removed while a GPU pod guarded by a PodDisruptionBudget runs on it, keeps the pod until the budget allows", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			for _, p := range autoscaled(t, r) {
-				if err := drainGuarded(ctx, t, r, c.ID, p); err != nil {
-					t.Errorf("pool %s (NodePool %s): %v", p.Name, p.NodePool, err)
-				}
-			}
+			eachPool(t, r, func(p fleet.AutoscaledPool) error {
+				return drainGuarded(ctx, t, r, c.ID, p)
+			})
 			return ctx
 		}).Feature()
 	testenv.Test(t, f)

@@ -7,6 +7,7 @@
 package autoscaling
 
 import (
+	"sync"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -33,4 +34,20 @@ func autoscaled(t *testing.T, r *harness.Run) []fleet.AutoscaledPool {
 		t.Skipf("fleet %s has no autoscaled pool", r.Fleet.Metadata.Name)
 	}
 	return r.Fleet.Autoscaled()
+}
+
+// eachPool runs check on every autoscaled pool at once and reports each
+// pool's error: the pools' nodes are apart (a NodePool and a machine of
+// their own), and most of a scale-up is waiting on Karpenter's batch
+// window and the stack, so the pools' waits overlap.
+func eachPool(t *testing.T, r *harness.Run, check func(fleet.AutoscaledPool) error) {
+	var wg sync.WaitGroup
+	for _, p := range autoscaled(t, r) {
+		wg.Go(func() {
+			if err := check(p); err != nil {
+				t.Errorf("pool %s (NodePool %s): %v", p.Name, p.NodePool, err)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -213,5 +213,5 @@ func autoscaledNodePools(ctx context.Context, r *harness.Run) ([]explain.NodePoo
 	if err != nil {
 		return nil, err
 	}
-	return autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes())
+	return autoscaler.NodePools(ctx, dyn, cloud.InstanceTypes(), r.OverlayGate())
 }

@@ -7,6 +7,9 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -54,6 +57,10 @@ type CandidateSpec struct {
 	// would and takes the objects the stack reads (the ClusterPolicy, the
 	// device-plugin and MIG ConfigMaps) in place of hand-written ones.
 	GPUOperator *GPUOperatorValues `json:"gpuOperator,omitempty"`
+	// Autoscaler is how the team runs its autoscaler, beside the
+	// NodePools among the manifests: part of what is checked. Inherited
+	// from the base, its feature gates merged (this candidate's win).
+	Autoscaler *AutoscalerSettings `json:"autoscaler,omitempty"`
 	// Breaks lists the check ids this candidate must fail (broken
 	// candidates used to prove each check can fail); empty for a candidate
 	// that should pass everything.
@@ -84,6 +91,21 @@ const DefaultGPUOperatorNamespace = "gpu-operator"
 func (v GPUOperatorValues) ReleaseNamespace() string {
 	return cmp.Or(v.Namespace, DefaultGPUOperatorNamespace)
 }
+
+// AutoscalerSettings are the team's Karpenter settings that are not
+// objects in the cluster.
+type AutoscalerSettings struct {
+	// FeatureGates are Karpenter's --feature-gates, by name; a gate not
+	// named keeps Karpenter's default (autoscaler-facts §8.6). NodeOverlay
+	// must be on for NodeOverlays to apply, the way a pool whose nodes
+	// advertise MIG slices or renamed time-sliced GPUs scales from zero.
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+}
+
+// KarpenterFeatureGates are the gates Karpenter v1.13 knows. It ignores
+// any other name without a word (autoscaler-facts §8.6), so a misspelt
+// gate would leave a feature silently off: refused here instead.
+var KarpenterFeatureGates = []string{"NodeOverlay", "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
 
 // ObjectRef names one object of a candidate.
 type ObjectRef struct {
@@ -139,6 +161,13 @@ func (c *Candidate) Validate() error {
 	for i, p := range s.FleetPatches {
 		if p.Pool == "" {
 			add("spec.fleetPatches[%d].pool: required", i)
+		}
+	}
+	if s.Autoscaler != nil {
+		for _, g := range slices.Sorted(maps.Keys(s.Autoscaler.FeatureGates)) {
+			if !slices.Contains(KarpenterFeatureGates, g) {
+				add("spec.autoscaler.featureGates.%s: Karpenter has no such gate (it knows %s)", g, strings.Join(KarpenterFeatureGates, ", "))
+			}
 		}
 	}
 	for i, id := range s.Breaks {
