@@ -222,15 +222,15 @@ var (
 // the candidate's NodePools (autoscaler-facts).
 var (
 	AutoscalingScalesItsOwnPool = Register(Check{
-		ID: "autoscaling.pending-pod-scales-its-own-pool", Area: AreaAutoscaling, Provider: "embedded",
+		ID: "autoscaling.pending-pod-scales-its-own-pool", Area: AreaAutoscaling, NeedsAutoscaler: true,
 		Rule: "A Pending GPU pod of an autoscaled pool at zero nodes gets, in bounded time, a node the pool's own NodePool makes: the machine of the pool's SKU, with the pool's labels and taints, and the pod runs there with its GPU.",
 	})
 	AutoscalingLimitHolds = Register(Check{
-		ID: "autoscaling.pool-limit-holds", Area: AreaAutoscaling, Provider: "embedded",
+		ID: "autoscaling.pool-limit-holds", Area: AreaAutoscaling, NeedsAutoscaler: true,
 		Rule: "An autoscaled pool grows to its designed maxNodes and no further: with that many nodes full, one more pod of the pool stays Pending, the autoscaler says its NodePool is at its limit, gpupool explain says so too, and no node of another pool takes the pod.",
 	})
 	AutoscalingDrainHonoursPDB = Register(Check{
-		ID: "autoscaling.scale-down-honours-pdb", Area: AreaAutoscaling, Provider: "embedded",
+		ID: "autoscaling.scale-down-honours-pdb", Area: AreaAutoscaling, NeedsAutoscaler: true,
 		Rule: "A node the autoscaler removes while a GPU pod runs on it is drained through eviction: under a PodDisruptionBudget that allows no disruption the pod keeps running on the draining node, its eviction is refused, and the autoscaler sets no deadline after which it deletes the pod anyway.",
 	})
 )

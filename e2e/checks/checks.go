@@ -58,6 +58,10 @@ type Check struct {
 	// an Xid, relabel MIG). On a cluster gpupool did not make they run
 	// only when asked, on the nodes named for it.
 	Disruptive bool `json:"disruptive,omitempty"`
+	// NeedsAutoscaler checks run where gpupool runs the autoscaler
+	// beside a cluster it made; on a cluster it did not make they are
+	// skipped: a real autoscaler there would buy real machines.
+	NeedsAutoscaler bool `json:"needsAutoscaler,omitempty"`
 }
 
 var catalog = map[string]Check{}
@@ -100,8 +104,16 @@ func (c Check) Feature() *features.FeatureBuilder {
 	if c.Disruptive {
 		f = f.WithLabel(LabelDisruptive, "true")
 	}
+	if c.NeedsAutoscaler {
+		f = f.WithLabel(LabelNeedsAutoscaler, "true")
+	}
 	return f
 }
+
+// LabelNeedsAutoscaler labels the features of checks that need the
+// autoscaler gpupool runs; a run on a cluster gpupool did not make skips
+// them (--skip-labels autoscaler=true).
+const LabelNeedsAutoscaler = "autoscaler"
 
 // LabelDisruptive labels the features of disruptive checks; a run on a
 // cluster gpupool did not make skips them (--skip-labels disruptive=true)

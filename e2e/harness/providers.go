@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gpupool/gpupool/e2e/checks"
@@ -120,9 +121,15 @@ func ProviderName(provider string) string {
 	return provider
 }
 
-// RunsOn reports whether a check is made on the named provider.
+// RunsOn reports whether a check is made on the named provider. A check
+// that needs the autoscaler is made only on a cluster gpupool makes (one
+// of Providers), as gpupool runs Karpenter only beside those.
 func RunsOn(c checks.Check, provider string) bool {
-	return c.Provider == "" || c.Provider == ProviderName(provider)
+	name := ProviderName(provider)
+	if c.NeedsAutoscaler && !slices.Contains(Providers, name) {
+		return false
+	}
+	return c.Provider == "" || c.Provider == name
 }
 
 // OtherProvidersLabels is the e2e-framework --skip-labels value that skips

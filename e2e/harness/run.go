@@ -317,12 +317,9 @@ func (r *Run) Provision(ctx context.Context) error {
 	}
 	r.Log("simulated GPU Operator: every GPU node advertises the candidate's config after %s", time.Since(start).Round(time.Millisecond))
 	if pools := r.Fleet.Autoscaled(); len(pools) > 0 {
-		if r.GPUStack == nil {
-			// kind runs the stack in the cluster; Karpenter beside it
-			// is not wired yet, so its autoscaling checks do not run.
-			r.Log("autoscaled pools: no autoscaler on %s (Karpenter runs beside the embedded cluster only, so far); its NodePools stay unused", r.Cluster.Name)
-			return nil
-		}
+		// On kind too: Karpenter runs beside the cluster, and the kwok
+		// controller in it keeps the nodes Karpenter makes Ready, as it
+		// does the fleet's (both carry kwok.x-k8s.io/node: fake).
 		return r.startAutoscaler(ctx)
 	}
 	return nil

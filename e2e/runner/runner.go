@@ -171,6 +171,10 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	if spec.Existing != nil && !spec.SimulatePools && spec.DisruptiveNodes == "" {
 		skip += "," + checks.LabelDisruptive + "=true"
 	}
+	if spec.Existing != nil {
+		// gpupool runs no autoscaler on a cluster it did not make.
+		skip += "," + checks.LabelNeedsAutoscaler + "=true"
+	}
 	loaded, err := writeLoaded(spec, r)
 	if err != nil {
 		return nil, err

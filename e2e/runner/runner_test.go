@@ -53,6 +53,13 @@ func TestOnProviderLeavesOutOtherProvidersChecks(t *testing.T) {
 	if got := onProvider(cs, "kind"); len(got) != 3 {
 		t.Errorf("on kind: %v, want all three", got)
 	}
+	// The autoscaler runs beside the clusters gpupool makes only.
+	cs = append(cs, reports.CheckResult{ID: "autoscaling.pool-limit-holds"})
+	for provider, want := range map[string]int{"embedded": 3, "kind": 4, "kubeconfig": 2} {
+		if got := onProvider(cs, provider); len(got) != want {
+			t.Errorf("on %s: %v, want %d", provider, got, want)
+		}
+	}
 }
 
 // The suites of a phase run side by side, at most parallelism at once;
