@@ -96,6 +96,11 @@ func (c *Cloud) TakeOver(n *corev1.Node) (labels, annotations map[string]string,
 	labels, annotations = map[string]string{fleet.LabelManagedBy: fleet.ManagedBy}, map[string]string{}
 	if scaled {
 		labels[fleet.LabelPool] = ap.Name
+		if len(ap.TrustDomains) == 1 {
+			// A domain's NodePool: the domain's node, as a fleet node of
+			// the domain is labelled.
+			labels[fleet.LabelTrustDomain] = ap.TrustDomains[0].Name
+		}
 	}
 	for k, v := range made.Annotations {
 		if k != fleet.AnnotationKwokNode {

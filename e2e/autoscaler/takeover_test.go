@@ -147,7 +147,7 @@ func TestNodeOverlayGivesTheMIGPoolItsSlices(t *testing.T) {
 		switch {
 		case u.GetKind() == "NodePool" && u.GetName() == "gpu-a100-mig-burst":
 			np = u
-		case u.GetKind() == "NodeOverlay":
+		case u.GetKind() == "NodeOverlay" && u.GetName() == "a100-mig-all-1g-5gb":
 			var o nodeOverlay
 			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &o))
 			overlays = append(overlays, o)

@@ -250,3 +250,32 @@ func TestWriteFileLoadsBackTheSameFleet(t *testing.T) {
 		assert.Equal(t, f, back, name)
 	}
 }
+
+// An autoscaled pool split into trust domains is scaled domain by domain:
+// Autoscaled gives one pool per domain, with the domain's labels, taints,
+// NodePool and maxNodes, and AutoscaledPoolFor finds it by its NodePool.
+func TestAutoscaledTrustDomainsScaleApart(t *testing.T) {
+	f, err := Load("../../manifests/fleets/reference.yaml")
+	require.NoError(t, err)
+	var domains []AutoscaledPool
+	for _, p := range f.Autoscaled() {
+		if p.Name == "gpu-l4-shared-burst" {
+			domains = append(domains, p)
+		}
+	}
+	require.Len(t, domains, 2)
+	a := domains[0]
+	assert.Equal(t, "gpu-l4-burst-tenant-a", a.NodePool)
+	assert.Equal(t, 1, a.MaxNodes)
+	assert.Equal(t, map[string]string{"sku": "l4-burst", "pool": "interactive-burst", "trust": "tenant-a"}, a.Labels)
+	assert.Len(t, a.Taints, 2)
+	require.Len(t, a.TrustDomains, 1)
+	assert.Equal(t, "tenant-a", a.TrustDomains[0].Name)
+
+	b, ok := f.AutoscaledPoolFor("gpu-l4-burst-tenant-b")
+	require.True(t, ok)
+	assert.Equal(t, "tenant-b", b.Labels["trust"])
+	assert.Equal(t, "tenant-b", b.TrustDomains[0].Name)
+	// The fleet itself is unchanged: the pool keeps its own labels.
+	assert.NotContains(t, f.Spec.AutoscaledPools[2].Labels, "trust")
+}

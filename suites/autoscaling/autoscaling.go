@@ -54,7 +54,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				t.Logf("pool %s: pod %s ran on node %s %s after it was created", p.Name, created.Name, node.Name, time.Since(start).Round(100*time.Millisecond))
+				t.Logf("%s: pod %s ran on node %s %s after it was created", poolName(p), created.Name, node.Name, time.Since(start).Round(100*time.Millisecond))
 				var errs []error
 				for _, problem := range nodeProblems(node, p) {
 					errs = append(errs, fmt.Errorf("pod %s ran on node %s, which %s", created.Name, node.Name, problem))

@@ -143,7 +143,7 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 		if deadline := deadlineOf(nc); deadline != "" {
 			return false, "", fmt.Errorf("expected the drain of node %s to wait on pod %s/%s's PodDisruptionBudget, but Karpenter will delete every pod on it by %s whatever the budget says: NodeClaim %s has %s (autoscaler-facts §6.5)", node.Name, ns, name, deadline, claim, gracePeriodOf(nc))
 		}
-		t.Logf("pool %s: node %s draining (%s), pod %s/%s running, its eviction refused", p.Name, node.Name, drain, ns, name)
+		t.Logf("%s: node %s draining (%s), pod %s/%s running, its eviction refused", poolName(p), node.Name, drain, ns, name)
 		return true, "", nil
 	})
 	return err

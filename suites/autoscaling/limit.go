@@ -48,10 +48,12 @@ func TestPoolLimitHolds(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// fillPastLimit creates maxNodes+1 pods of the pool, each asking a whole
-// node's GPUs, and waits until maxNodes of them run and the autoscaler has
-// said the last one is past its NodePool's limit; then explain must say
-// the same.
+// fillPastLimit creates pods that fill the pool's maxNodes nodes, and one
+// more, and waits until all but the last run and the autoscaler has said
+// the last one is past its NodePool's limit; then explain must say the
+// same. A pod asks a whole node's GPUs, or on a pool of replicated GPUs
+// (time-slicing, MPS) one replica: the device plugin may refuse more
+// than one shared GPU to a container (failRequestsGreaterThanOne).
 func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.AutoscaledPool) error {
 	res, perNode, err := r.Intended(p.Pool)
 	if err != nil {
@@ -74,18 +76,23 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	// the limit like any other. Emptying the pool first would cost a
 	// removal (at least 5 s in Karpenter, autoscaler-facts §6.9) and
 	// prove nothing more.
+	unit := perNode
+	if m := p.Mode(); m == fleet.ModeTimeSlicing || m == fleet.ModeMPS {
+		unit = 1
+	}
+	fill := p.MaxNodes * int(perNode/unit) // the pods the designed nodes hold
 	var pods []*corev1.Pod
-	for i := 0; i <= p.MaxNodes; i++ {
-		pod := workload.New(check, ns, fmt.Sprintf("%s-fill-%d", p.Name, i)).ForPool(p.Pool, domain).GPU(res, perNode).Pod
+	for i := 0; i <= fill; i++ {
+		pod := workload.New(check, ns, fmt.Sprintf("%s-fill-%d", p.Name, i)).ForPool(p.Pool, domain).GPU(res, unit).Pod
 		got, err := expect.Admitted(ctx, r.Client, pod)
 		if err != nil {
-			return fmt.Errorf("a pod asking a whole node (%d %s): %w", perNode, res, err)
+			return fmt.Errorf("a pod asking %d %s: %w", unit, res, err)
 		}
 		pods = append(pods, got)
 	}
 	var last *corev1.Pod
 	var said, judged string
-	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", p.MaxNodes, p.Name, perNode, res)
+	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", fill, p.Name, unit, res)
 	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
 		var running, pending []*corev1.Pod
 		nodes := map[string]bool{}
@@ -104,11 +111,11 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 			running = append(running, got)
 			nodes[got.Spec.NodeName] = true
 		}
-		if len(running) > p.MaxNodes {
-			return false, "", fmt.Errorf("expected the pool to stop at %d nodes, but %d of its whole-node pods were placed, on %s%s", p.MaxNodes, len(running), strings.Join(sortedNames(nodes), ", "), overAdvertised(ctx, r, nodes, res, perNode))
+		if len(running) > fill || len(nodes) > p.MaxNodes {
+			return false, "", fmt.Errorf("expected the pool to stop at %d nodes holding %d pods, but %d of its pods were placed, on %s%s", p.MaxNodes, fill, len(running), strings.Join(sortedNames(nodes), ", "), overAdvertised(ctx, r, nodes, res, perNode))
 		}
 		seen := fmt.Sprintf("%d placed (on %s), %d Pending", len(running), strings.Join(sortedNames(nodes), ", "), len(pending))
-		if len(running) < p.MaxNodes && len(pending) > 0 {
+		if len(running) < fill && len(pending) > 0 {
 			// Filling: a pool that cannot scale at all fails now (as in
 			// scaledUp), not at the timeout.
 			msg, err := autoscalerSays(ctx, r, pending[0])
@@ -142,14 +149,14 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		// (time-slice replicas on an exclusive pool) takes it later, and
 		// when is up to the scheduler.
 		if more := overAdvertised(ctx, r, nodes, res, perNode); more != "" {
-			return false, "", fmt.Errorf("%d whole-node pods placed and one Pending at the NodePool's limit, but the pool's nodes have room for it%s", len(running), more)
+			return false, "", fmt.Errorf("%d pods placed and one Pending at the NodePool's limit, but the pool's nodes have room for it%s", len(running), more)
 		}
 		return true, seen, nil
 	})
 	if err != nil {
 		return err
 	}
-	t.Logf("pool %s: %d whole-node pods placed; pod %s Pending: %s", p.Name, p.MaxNodes, last.Name, said)
+	t.Logf("%s: %d pods placed; pod %s Pending: %s", poolName(p), fill, last.Name, said)
 	// explain reads the NodePool's status.resources, which Karpenter
 	// updates as its nodes register: wait for it to agree. The verdict
 	// stands only once every node of the pool is initialized: until then

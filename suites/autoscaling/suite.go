@@ -45,9 +45,18 @@ func eachPool(t *testing.T, r *harness.Run, check func(fleet.AutoscaledPool) err
 	for _, p := range autoscaled(t, r) {
 		wg.Go(func() {
 			if err := check(p); err != nil {
-				t.Errorf("pool %s (NodePool %s): %v", p.Name, p.NodePool, err)
+				t.Errorf("%s (NodePool %s): %v", poolName(p), p.NodePool, err)
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// poolName names an autoscaled pool in messages, with its trust domain
+// when a NodePool scales one domain of it.
+func poolName(p fleet.AutoscaledPool) string {
+	if len(p.TrustDomains) == 1 {
+		return "pool " + p.Name + ", trust domain " + p.TrustDomains[0].Name
+	}
+	return "pool " + p.Name
 }

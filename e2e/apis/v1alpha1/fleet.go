@@ -4,6 +4,8 @@
 package v1alpha1
 
 import (
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,12 +166,21 @@ type TrustDomain struct {
 	// Name is the tenant's; its nodes are labelled
 	// gpupool.dev/trust-domain=<name>.
 	Name string `json:"name"`
-	// Nodes is how many of the pool's nodes are the tenant's (>= 1).
-	Nodes int `json:"nodes"`
+	// Nodes is how many of the pool's nodes are the tenant's (>= 1); 0
+	// in an autoscaled pool.
+	Nodes int `json:"nodes,omitempty"`
 	// Labels are added to the domain's nodes, after the pool's.
 	Labels map[string]string `json:"labels,omitempty"`
 	// Taints are added to the domain's nodes, after the pool's.
 	Taints []corev1.Taint `json:"taints,omitempty"`
+	// NodePool, in an autoscaled pool only, is the candidate's NodePool
+	// that makes the domain's nodes, in place of the pool's: trust
+	// domains scale apart, each by a NodePool of its own, since a
+	// NodePool gives all its nodes the same taints.
+	NodePool string `json:"nodePool,omitempty"`
+	// MaxNodes, in an autoscaled pool only, is the most nodes the domain
+	// is designed to grow to.
+	MaxNodes int `json:"maxNodes,omitempty"`
 }
 
 // PoolPatch changes one pool with a JSON merge patch (RFC 7386) on its
@@ -332,11 +343,38 @@ func (f *Fleet) TotalNodes() int {
 }
 
 // Autoscaled lists the autoscaled pools' designs.
-func (f *Fleet) Autoscaled() []AutoscaledPool { return f.Spec.AutoscaledPools }
-
-// AutoscaledPoolFor returns the autoscaled pool a NodePool scales.
-func (f *Fleet) AutoscaledPoolFor(nodePool string) (AutoscaledPool, bool) {
+//
+// A pool split into trust domains comes as one per domain, as its
+// NodePool scales it: the pool's design with the domain's labels and
+// taints added, the domain as its only one, and the domain's NodePool
+// and maxNodes.
+func (f *Fleet) Autoscaled() []AutoscaledPool {
+	var out []AutoscaledPool
 	for _, p := range f.Spec.AutoscaledPools {
+		if len(p.TrustDomains) == 0 {
+			out = append(out, p)
+			continue
+		}
+		for _, d := range p.TrustDomains {
+			one := p
+			one.Labels = maps.Clone(p.Labels)
+			if one.Labels == nil {
+				one.Labels = map[string]string{}
+			}
+			maps.Copy(one.Labels, d.Labels)
+			one.Taints = append(slices.Clone(p.Taints), d.Taints...)
+			one.TrustDomains = []TrustDomain{d}
+			one.NodePool, one.MaxNodes = d.NodePool, d.MaxNodes
+			out = append(out, one)
+		}
+	}
+	return out
+}
+
+// AutoscaledPoolFor returns the autoscaled pool (a trust domain of one,
+// as Autoscaled gives it) a NodePool scales.
+func (f *Fleet) AutoscaledPoolFor(nodePool string) (AutoscaledPool, bool) {
+	for _, p := range f.Autoscaled() {
 		if p.NodePool == nodePool {
 			return p, true
 		}

@@ -105,7 +105,7 @@ func (f *Fleet) Validate() error {
 		seen[name] = true
 	}
 	for i, p := range f.Spec.Pools {
-		pool("spec.pools", i, p.Name, p.validate())
+		pool("spec.pools", i, p.Name, p.validateFixed())
 	}
 	for i, p := range f.Spec.AutoscaledPools {
 		pool("spec.autoscaledPools", i, p.Name, p.validate())
@@ -159,25 +159,40 @@ func (p Pool) validate() []error {
 		errs = append(errs, labelErrs("labels", k, v)...)
 	}
 	errs = append(errs, taintErrs("taints", p.Taints)...)
-	if len(p.TrustDomains) > 0 {
-		total := 0
-		for i, td := range p.TrustDomains {
-			path := fmt.Sprintf("trustDomains[%d]", i)
-			if td.Name == "" {
-				add("%s.name: required", path)
-			}
-			if td.Nodes < 1 {
-				add("%s.nodes: must be >= 1, got %d", path, td.Nodes)
-			}
-			total += td.Nodes
-			for k, v := range td.Labels {
-				errs = append(errs, labelErrs(path+".labels", k, v)...)
-			}
-			errs = append(errs, taintErrs(path+".taints", td.Taints)...)
+	for i, td := range p.TrustDomains {
+		path := fmt.Sprintf("trustDomains[%d]", i)
+		if td.Name == "" {
+			add("%s.name: required", path)
 		}
-		if total != p.Nodes {
-			add("trustDomains: node counts add up to %d, but the pool has %d nodes", total, p.Nodes)
+		for k, v := range td.Labels {
+			errs = append(errs, labelErrs(path+".labels", k, v)...)
 		}
+		errs = append(errs, taintErrs(path+".taints", td.Taints)...)
+	}
+	return errs
+}
+
+// validateFixed adds what only a fixed pool must hold: its trust domains
+// split its nodes, and name no NodePool.
+func (p Pool) validateFixed() []error {
+	errs := p.validate()
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(p.TrustDomains) == 0 {
+		return errs
+	}
+	total := 0
+	for i, td := range p.TrustDomains {
+		path := fmt.Sprintf("trustDomains[%d]", i)
+		if td.Nodes < 1 {
+			add("%s.nodes: must be >= 1, got %d", path, td.Nodes)
+		}
+		if td.NodePool != "" || td.MaxNodes != 0 {
+			add("%s: nodePool and maxNodes are an autoscaled pool's; a fixed pool's domain has nodes", path)
+		}
+		total += td.Nodes
+	}
+	if total != p.Nodes {
+		add("trustDomains: node counts add up to %d, but the pool has %d nodes", total, p.Nodes)
 	}
 	return errs
 }
@@ -273,14 +288,28 @@ func (p AutoscaledPool) validate() []error {
 	if !p.GPU() {
 		add("sku: an autoscaled pool is a GPU pool: sku and gpusPerNode are required")
 	}
-	if len(p.TrustDomains) > 0 {
-		add("trustDomains: not supported on an autoscaled pool yet; give each trust domain its own autoscaled pool and NodePool")
+	scaled := func(path, nodePool string, maxNodes int) {
+		if msgs := validation.IsDNS1123Subdomain(nodePool); len(msgs) > 0 {
+			add("%snodePool: %q is not a NodePool name: %s", path, nodePool, strings.Join(msgs, "; "))
+		}
+		if maxNodes < 1 || maxNodes > MaxAutoscaledNodes {
+			add("%smaxNodes: must be 1 to %d, got %d", path, MaxAutoscaledNodes, maxNodes)
+		}
 	}
-	if msgs := validation.IsDNS1123Subdomain(p.NodePool); len(msgs) > 0 {
-		add("nodePool: %q is not a NodePool name: %s", p.NodePool, strings.Join(msgs, "; "))
+	if len(p.TrustDomains) == 0 {
+		scaled("", p.NodePool, p.MaxNodes)
+		return errs
 	}
-	if p.MaxNodes < 1 || p.MaxNodes > MaxAutoscaledNodes {
-		add("maxNodes: must be 1 to %d, got %d", MaxAutoscaledNodes, p.MaxNodes)
+	// Split into trust domains, each scales by its own NodePool.
+	if p.NodePool != "" || p.MaxNodes != 0 {
+		add("nodePool, maxNodes: a pool split into trust domains scales by each domain's nodePool and maxNodes, not the pool's")
+	}
+	for i, td := range p.TrustDomains {
+		path := fmt.Sprintf("trustDomains[%d].", i)
+		if td.Nodes != 0 {
+			add("%snodes: an autoscaled pool's domain starts at zero nodes, got %d", path, td.Nodes)
+		}
+		scaled(path, td.NodePool, td.MaxNodes)
 	}
 	return errs
 }
@@ -290,15 +319,21 @@ func (p AutoscaledPool) validate() []error {
 func validateAutoscaledNodePools(pools []AutoscaledPool) []error {
 	var errs []error
 	by := map[string]string{}
+	claim := func(at, nodePool, what string) {
+		if nodePool == "" {
+			return
+		}
+		if other, dup := by[nodePool]; dup {
+			errs = append(errs, fmt.Errorf("%s.nodePool: NodePool %q already scales %s", at, nodePool, other))
+			return
+		}
+		by[nodePool] = what
+	}
 	for i, p := range pools {
-		if p.NodePool == "" {
-			continue
+		claim(fmt.Sprintf("spec.autoscaledPools[%d] (%s)", i, p.Name), p.NodePool, "pool "+p.Name)
+		for j, td := range p.TrustDomains {
+			claim(fmt.Sprintf("spec.autoscaledPools[%d] (%s).trustDomains[%d]", i, p.Name, j), td.NodePool, "pool "+p.Name+", trust domain "+td.Name)
 		}
-		if other, dup := by[p.NodePool]; dup {
-			errs = append(errs, fmt.Errorf("spec.autoscaledPools[%d] (%s).nodePool: NodePool %q already scales pool %s", i, p.Name, p.NodePool, other))
-			continue
-		}
-		by[p.NodePool] = p.Name
 	}
 	return errs
 }
