@@ -350,6 +350,11 @@ func validateObject(u *unstructured.Unstructured) error {
 	if strings.HasSuffix(u.GetKind(), "List") {
 		return fmt.Errorf("kind %s: lists are not supported; write one document per object", u.GetKind())
 	}
+	if u.GroupVersionKind().Group == apis.Group {
+		// No cluster serves gpupool's own kinds: applied, it would wait
+		// for an API that never comes.
+		return fmt.Errorf("kind %s: a gpupool file, not a manifest for the cluster: name a Fleet in %s's spec.fleet, from outside the candidate directory", u.GetKind(), MetaFile)
+	}
 	return nil
 }
 

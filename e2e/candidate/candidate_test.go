@@ -103,6 +103,18 @@ spec:
 	assert.Contains(t, err.Error(), "spec.omit[0]: the base has no Namespace zzz")
 }
 
+// A Fleet among the manifests is refused at load, the file named, not
+// applied to wait for an API no cluster serves.
+func TestFleetAmongManifestsIsRefused(t *testing.T) {
+	dir := writeFiles(t, map[string]string{
+		"10-ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+		"fleet.yaml": "apiVersion: gpupool.dev/v1alpha1\nkind: Fleet\nmetadata: {name: mine}\nspec: {pools: [{name: cpu, nodes: 1}]}\n",
+	})
+	_, err := Load(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "fleet.yaml")+", document 1: kind Fleet: a gpupool file, not a manifest for the cluster")
+}
+
 // Autoscaler settings come from the base, a child's gates over the
 // base's gate by gate, and they are part of the fingerprint: the same
 // objects under another Karpenter are another candidate.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/fleet"
+	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -34,7 +35,9 @@ import (
 //     list (a MIG profile, the renamed nvidia.com/gpu.shared) never
 //     scales from zero: the autoscaler knows only what an instance type
 //     lists (autoscaler-facts §3.3), unless a NodeOverlay adds it and
-//     Karpenter runs with its NodeOverlay gate on (§8.5, §8.6).
+//     Karpenter runs with its NodeOverlay gate on (§8.5, §8.6);
+//   - an autoscaled pool served through DRA, which Karpenter does not
+//     scale (§10.1, §8.4.1).
 func Review(pl *Plan) []string {
 	var out []string
 	out = append(out, reviewPolicies(pl)...)
@@ -61,6 +64,11 @@ func reviewScaleFromZero(pl *Plan) []string {
 	}
 	gate := autoscaler.GateOf(gates)
 	for _, p := range pl.Fleet.Autoscaled() {
+		if p.DRA != nil {
+			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is served through DRA, which Karpenter %s scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down: it makes no node for a pod whose containers claim devices (--ignore-dra-requests, autoscaler-facts §10.1), and a node it makes for nvidia.com/gpu never initializes, as no device plugin registers the resource (§8.4), so it is never consolidated or removed, even empty (§8.4.1)",
+				pl.Fleet.File, p.Name, upstream.KarpenterVersion()))
+			continue
+		}
 		res, _, err := pl.Intended(p.Pool)
 		if err != nil {
 			continue // the checks say what the pool's design lacks

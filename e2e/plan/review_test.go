@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/fleet"
 )
 
 // The reference gives a reviewer nothing to say; a newcomer's candidate
@@ -74,4 +75,15 @@ func TestReviewSaysANodeOverlayIsGatedOff(t *testing.T) {
 	pl.Candidate.Meta.Spec.Autoscaler = nil
 	got := strings.Join(Review(pl), "\n")
 	assert.Contains(t, got, "autoscaled pool gpu-a100-mig-burst's pods ask nvidia.com/mig-1g.5gb, which NodeOverlay a100-mig-all-1g-5gb adds to its machine sim-a100-40gb-x8, but the candidate runs Karpenter with its NodeOverlay feature gate off")
+}
+
+// A DRA pool as an autoscaled pool: Karpenter v1.13 cannot scale it, and
+// the review says why before any cluster.
+func TestReviewSaysADRAPoolDoesNotAutoscale(t *testing.T) {
+	pl, err := Prepare("../../manifests/fleets/reference.yaml", "../../manifests/candidates/reference")
+	require.NoError(t, err)
+	pl.Fleet.Spec.AutoscaledPools[0].DRA = &fleet.DRA{Mode: "gpu", DeviceClasses: []string{"h100.gpu.nvidia.com"}}
+	got := strings.Join(Review(pl), "\n")
+	assert.Contains(t, got, "autoscaled pool gpu-h100-burst is served through DRA, which Karpenter v1.13.0 scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down")
+	assert.Contains(t, got, "never consolidated or removed, even empty")
 }

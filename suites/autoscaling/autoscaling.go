@@ -117,7 +117,8 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 		if why := got.Annotations[fakegpu.AnnotationNoGPU]; why != "" {
 			return false, "", fmt.Errorf("pod %s/%s on node %s was allocated devices it cannot use: %s", got.Namespace, got.Name, got.Spec.NodeName, why)
 		}
-		if got.Status.Phase != corev1.PodRunning || got.Annotations[fakegpu.AnnotationVisibleDevices] == "" {
+		// Its GPU: from the device plugin, or prepared by the DRA driver.
+		if got.Status.Phase != corev1.PodRunning || got.Annotations[fakegpu.AnnotationVisibleDevices]+got.Annotations[fakegpu.AnnotationCDIDevices] == "" {
 			return false, fmt.Sprintf("on node %s: %s", got.Spec.NodeName, seen), nil
 		}
 		node, err = cs.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{})

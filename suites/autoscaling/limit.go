@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -171,7 +172,10 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		}
 		for _, n := range nodes.Items {
 			if n.Labels[autoscaler.LabelNodePool] == p.NodePool && n.Labels[autoscaler.LabelInitialized] != "true" {
-				return false, "node " + n.Name + " of the pool is not initialized yet", nil
+				// A node never initialized is never removed either
+				// (autoscaler-facts §8.4.1): say what Karpenter awaits.
+				return false, "node " + n.Name + " of the pool is not initialized yet" + notInitialized(ctx, dyn, &n) +
+					" (Karpenter never consolidates or removes a node it has not initialized, autoscaler-facts §8.4.1)", nil
 			}
 		}
 		all, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
@@ -269,4 +273,27 @@ func orNothing(s string) string {
 		return "nothing yet"
 	}
 	return s
+}
+
+// notInitialized is Karpenter's word on why a node's NodeClaim is not
+// initialized: its Initialized condition ("Resource nvidia.com/gpu was
+// requested but not registered", autoscaler-facts §8.4), or "".
+func notInitialized(ctx context.Context, dyn dynamic.Interface, n *corev1.Node) string {
+	for _, ref := range n.OwnerReferences {
+		if ref.Kind != "NodeClaim" {
+			continue
+		}
+		nc, err := dyn.Resource(autoscaler.NodeClaimResource).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		conds, _, _ := unstructured.NestedSlice(nc.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] == "Initialized" && m["status"] != "True" {
+				return fmt.Sprintf(": NodeClaim %s %v: %v", ref.Name, m["reason"], m["message"])
+			}
+		}
+	}
+	return ""
 }
