@@ -97,6 +97,6 @@ var AIRequirements = []AIRequirement{
 		// type scale up on Pending pods that request it, and down
 		// (access §7.4). Scale-down is checked as the drain it must be;
 		// the removal of an idle node is not a check (docs/autoscaling.md).
-		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool", "autoscaling.pool-limit-holds", "autoscaling.scale-down-honours-pdb"},
+		Checks: []string{"autoscaling.pending-pod-scales-its-own-pool", "autoscaling.pool-limit-holds", "autoscaling.scale-down-honours-pdb", "autoscaling.mig-reconfiguration-not-disrupted"},
 	},
 }

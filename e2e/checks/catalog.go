@@ -233,6 +233,10 @@ var (
 		ID: "autoscaling.scale-down-honours-pdb", Area: AreaAutoscaling, NeedsAutoscaler: true,
 		Rule: "A node the autoscaler removes while a GPU pod runs on it is drained through eviction: under a PodDisruptionBudget that allows no disruption the pod keeps running on the draining node, its eviction is refused, and the autoscaler sets no deadline after which it deletes the pod anyway.",
 	})
+	AutoscalingMIGReconfigNotDisrupted = Register(Check{
+		ID: "autoscaling.mig-reconfiguration-not-disrupted", Area: AreaAutoscaling, NeedsAutoscaler: true,
+		Rule: "A node of an autoscaled MIG pool is never removed by the autoscaler in the middle of a MIG reconfiguration: while its layout is being applied it carries karpenter.sh/do-not-disrupt, and before and after it does not, so the pool can still shrink.",
+	})
 )
 
 // ExploreNoGPUWithoutAllocation tries what a container can see over the

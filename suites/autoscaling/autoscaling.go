@@ -40,7 +40,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			eachPool(t, r, func(p fleet.AutoscaledPool) error {
+			eachPool(t, autoscaled(t, r), func(p fleet.AutoscaledPool) error {
 				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, p.Name+"-scales")
 				if err != nil {
 					return err

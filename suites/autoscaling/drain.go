@@ -49,7 +49,7 @@ func TestScaleDownHonoursPDB(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("a node of each autoscaled pool, removed while a GPU pod guarded by a PodDisruptionBudget runs on it, keeps the pod until the budget allows", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			eachPool(t, r, func(p fleet.AutoscaledPool) error {
+			eachPool(t, autoscaled(t, r), func(p fleet.AutoscaledPool) error {
 				return drainGuarded(ctx, t, r, c.ID, p)
 			})
 			return ctx

@@ -38,7 +38,7 @@ func TestPoolLimitHolds(t *testing.T) {
 	f := suite.Feature(c).
 		Assess("pods that fill each autoscaled pool's designed nodes, and one more: the one more stays Pending at the NodePool's limit", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
-			eachPool(t, r, func(p fleet.AutoscaledPool) error {
+			eachPool(t, autoscaled(t, r), func(p fleet.AutoscaledPool) error {
 				if err := fillPastLimit(ctx, t, r, c.ID, p); err != nil {
 					return fmt.Errorf("designed for at most %d nodes: %w", p.MaxNodes, err)
 				}

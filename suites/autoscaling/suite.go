@@ -25,6 +25,7 @@ var Suite = suite.New(&testenv, suite.Funcs{},
 	TestPendingPodScalesItsOwnPool,
 	TestPoolLimitHolds,
 	TestScaleDownHonoursPDB,
+	TestMIGReconfigurationNotDisrupted,
 )
 
 // autoscaled is the fleet's autoscaled pools; a fleet with none skips the
@@ -40,9 +41,9 @@ func autoscaled(t *testing.T, r *harness.Run) []fleet.AutoscaledPool {
 // pool's error: the pools' nodes are apart (a NodePool and a machine of
 // their own), and most of a scale-up is waiting on Karpenter's batch
 // window and the stack, so the pools' waits overlap.
-func eachPool(t *testing.T, r *harness.Run, check func(fleet.AutoscaledPool) error) {
+func eachPool(t *testing.T, pools []fleet.AutoscaledPool, check func(fleet.AutoscaledPool) error) {
 	var wg sync.WaitGroup
-	for _, p := range autoscaled(t, r) {
+	for _, p := range pools {
 		wg.Go(func() {
 			if err := check(p); err != nil {
 				t.Errorf("%s (NodePool %s): %v", poolName(p), p.NodePool, err)
