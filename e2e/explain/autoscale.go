@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Categories a Pending pod has in the autoscaler's terms.
@@ -74,6 +75,7 @@ type Overlay struct {
 func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
 	var atLimit, lacking []string
 	skipped := containersUseClaims(pod)
+	sized := resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{})
 	for _, np := range c.NodePools {
 		// A node the NodePool makes: its template's labels and taints.
 		made := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: np.Labels}, Spec: corev1.NodeSpec{Taints: np.Taints}}
@@ -87,8 +89,12 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the autoscaler makes no node for a pod whose containers use ResourceClaims: Karpenter skips such a pod, by default (--ignore-dra-requests; autoscaler-facts §10.1)", np.Name))
 			continue
 		}
-		var offered []string
+		var offered, small []string
 		for _, o := range np.Offers {
+			if over := outsized(o.Resources, sized); over != "" {
+				small = append(small, fmt.Sprintf("%s (%s)", o.InstanceType, over))
+				continue
+			}
 			if !holds(o.Resources, req) {
 				offered = append(offered, fmt.Sprintf("%s (%s)", o.InstanceType, gpuResources(o.Resources)))
 				continue
@@ -107,6 +113,9 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 		if len(np.Offers) == 0 {
 			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but its requirements rule out every machine the cloud sells (%s)", np.Name, orNothing(np.Unmet)))
 			continue
+		}
+		if len(small) > 0 && len(offered) == 0 {
+			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but it asks more than any machine it may buy has: %s", np.Name, strings.Join(small, ", ")))
 		}
 		if len(offered) > 0 {
 			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the machines it may buy list %s, not what it asks (%s): an autoscaler knows only what an instance type lists%s",
@@ -138,6 +147,21 @@ func (np NodePool) unapplied(req map[string]int64) string {
 		}
 	}
 	return strings.Join(uniq(out), "")
+}
+
+// outsized says which of the pod's CPU and memory requests exceed a
+// machine's whole capacity ("" when none does): no node of it will ever
+// hold the pod, whatever else runs there.
+func outsized(machine corev1.ResourceList, asks corev1.ResourceList) string {
+	var out []string
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		has, listed := machine[name]
+		want, asked := asks[name]
+		if listed && asked && want.Cmp(has) > 0 {
+			out = append(out, fmt.Sprintf("%s: asks %s, the machine has %s", name, want.String(), has.String()))
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // containersUseClaims is how Karpenter tells a pod with DRA requirements:

@@ -127,3 +127,18 @@ func TestCannotScaleANodePoolThatMayBuyNothing(t *testing.T) {
 	gpu := burstPod("nvidia.com/gpu")
 	assert.Equal(t, "NodePool gpu-h100-burst's nodes would take it, but its requirements rule out every machine the cloud sells (sim-h100-80gb-x8)", Cluster{NodePools: []NodePool{np}}.CannotScale(&gpu))
 }
+
+// A pod that asks more CPU than the machine a NodePool may buy has (a
+// namespace's LimitRange defaulting it to 1,000 cores) never gets a node
+// of it, whatever GPUs the machine holds.
+func TestCannotScaleAPodBiggerThanTheMachine(t *testing.T) {
+	np := burstPool(0)
+	np.Offers[0].Resources[corev1.ResourceCPU] = resource.MustParse("64")
+	c := Cluster{NodePools: []NodePool{np}}
+	big := burstPod("nvidia.com/gpu")
+	big.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1k")}
+	assert.Contains(t, c.CannotScale(&big), "it asks more than any machine it may buy has: sim-h100-80gb-x8 (cpu: asks 1k, the machine has 64)")
+	fits := burstPod("nvidia.com/gpu")
+	fits.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+	assert.Empty(t, c.CannotScale(&fits))
+}

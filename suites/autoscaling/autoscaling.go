@@ -41,7 +41,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
 			eachPool(t, autoscaled(t, r), func(p fleet.AutoscaledPool) error {
-				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, p.Name+"-scales")
+				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, objectName(p, "scales"))
 				if err != nil {
 					return err
 				}
@@ -87,6 +87,7 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 	}
 	var node *corev1.Node
 	var judged string // the autoscaler's word explain was last asked about
+	var stalled stuck
 	what := fmt.Sprintf("pod %s/%s of autoscaled pool %s to run on a node the autoscaler made, with its GPU", pod.Namespace, pod.Name, p.Name)
 	err = wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
 		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -109,6 +110,9 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 					return false, "", fmt.Errorf("no node will ever come for pod %s/%s: %s (the autoscaler said: %s)", got.Namespace, got.Name, why, said)
 				}
 			}
+			if why, err := stalled.check(ctx, r, dyn, p, got); err != nil || why != "" {
+				return false, "", errOr(err, fmt.Errorf("pod %s/%s stays Pending for good: %s", got.Namespace, got.Name, why))
+			}
 			return false, seen + "; " + scheduling(got) + "; " + nodesOf(ctx, cs, p) + "; the autoscaler: " + orNothing(said), nil
 		}
 		if failed(got) {
@@ -128,6 +132,13 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 		return nil, fmt.Errorf("expected the autoscaler to make a node of pool %s (NodePool %s) for its Pending GPU pod: %w", p.Name, p.NodePool, err)
 	}
 	return node, nil
+}
+
+func errOr(err, otherwise error) error {
+	if err != nil {
+		return err
+	}
+	return otherwise
 }
 
 // failed reports a pod that ended: it will not run, whatever the

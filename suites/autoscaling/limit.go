@@ -27,6 +27,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 // limitTimeout bounds filling an autoscaled pool to its limit: a scale-up
@@ -84,7 +85,7 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	fill := p.MaxNodes * int(perNode/unit) // the pods the designed nodes hold
 	var pods []*corev1.Pod
 	for i := 0; i <= fill; i++ {
-		pod := workload.New(check, ns, fmt.Sprintf("%s-fill-%d", p.Name, i)).ForPool(p.Pool, domain).GPU(res, unit).Pod
+		pod := workload.New(check, ns, objectName(p, fmt.Sprintf("fill-%d", i))).ForPool(p.Pool, domain).GPU(res, unit).Pod
 		got, err := expect.Admitted(ctx, r.Client, pod)
 		if err != nil {
 			return fmt.Errorf("a pod asking %d %s: %w", unit, res, err)
@@ -93,6 +94,7 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	}
 	var last *corev1.Pod
 	var said, judged string
+	var stalled stuck
 	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", fill, p.Name, unit, res)
 	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
 		var running, pending []*corev1.Pod
@@ -119,6 +121,12 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		if len(running) < fill && len(pending) > 0 {
 			// Filling: a pool that cannot scale at all fails now (as in
 			// scaledUp), not at the timeout.
+			if why, err := stalled.check(ctx, r, dyn, p, pending[0]); err != nil || why != "" {
+				return false, "", errOr(err, fmt.Errorf("pod %s stays Pending for good: %s", pending[0].Name, why))
+			}
+			if short, err := underAdvertised(ctx, r, p, res, perNode); err != nil || short != "" {
+				return false, "", errOr(err, fmt.Errorf("expected the pool's %d nodes to hold %d pods, but %s, so %d of them stay Pending with the pool at its limit", p.MaxNodes, fill, short, len(pending)-1))
+			}
 			msg, err := autoscalerSays(ctx, r, pending[0])
 			if err != nil || msg == "" || msg == judged {
 				return false, seen, err
@@ -296,4 +304,33 @@ func notInitialized(ctx context.Context, dyn dynamic.Interface, n *corev1.Node) 
 		}
 	}
 	return ""
+}
+
+// underAdvertised says which nodes of a pool grown to its designed
+// maxNodes advertise less res than the perNode it is designed for, once
+// Karpenter has initialized them and the simulated stack has reconciled
+// them with no MIG layout being applied ("" when none does, or the pool
+// is still growing): a NodeOverlay that lists more replicas than the
+// device plugin makes, for one (the time-slice headroom gotcha, the other
+// way round).
+func underAdvertised(ctx context.Context, r *harness.Run, p fleet.AutoscaledPool, res string, perNode int64) (string, error) {
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + p.NodePool})
+	if err != nil {
+		return "", err
+	}
+	var settled, short []string
+	for _, n := range nodes.Items {
+		if n.DeletionTimestamp != nil || n.Labels[autoscaler.LabelInitialized] != "true" ||
+			n.Annotations[fakegpu.AnnotationObservedConfig] == "" || n.Labels[fakegpu.LabelMIGConfigState] == fakegpu.MIGStatePending {
+			continue
+		}
+		settled = append(settled, n.Name)
+		if got := suite.Allocatable(&n, res); got < perNode {
+			short = append(short, fmt.Sprintf("node %s advertises %d %s, designed for %d", n.Name, got, res, perNode))
+		}
+	}
+	if len(settled) < p.MaxNodes {
+		return "", nil
+	}
+	return strings.Join(short, "; "), nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
@@ -59,9 +60,10 @@ func TestMIGReconfigurationNotDisrupted(t *testing.T) {
 	testenv.Test(t, f)
 }
 
-// reconfigureGuarded gets a node of the pool (running a pod of it there,
-// then removing the pod, as a team drains a node before a layout change:
-// the MIG manager evicts nothing, stack-facts §4 step 7), changes its
+// reconfigureGuarded takes an idle node of the pool (one the checks before
+// left, or one made for a pod it then removes: a team drains a node
+// before a layout change, the MIG manager evicts nothing, stack-facts §4
+// step 7), changes its
 // layout and watches every version of the node until the MIG manager
 // reports the outcome: each version that says the layout is being
 // applied (nvidia.com/mig.config.state pending) must carry
@@ -69,25 +71,31 @@ func TestMIGReconfigurationNotDisrupted(t *testing.T) {
 // the one with the outcome may, or the pool could never shrink. The
 // node's layout is set back after, unwaited.
 func reconfigureGuarded(ctx context.Context, t *testing.T, r *harness.Run, check string, p fleet.AutoscaledPool) error {
-	pod, err := suite.WellFormedPod(ctx, r, check, p.Pool, p.Name+"-reconfigured")
+	n, err := settledNode(ctx, r, p)
 	if err != nil {
 		return err
 	}
-	created, err := expect.Admitted(ctx, r.Client, pod)
-	if err != nil {
-		return fmt.Errorf("a well-formed GPU pod of the pool: %w", err)
-	}
-	node, err := scaledUp(ctx, r, created, p)
-	zero := int64(0)
-	if derr := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err == nil && derr != nil {
-		err = derr
-	}
-	if err != nil {
-		return err
-	}
-	n, err := r.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
-	if err != nil {
-		return err
+	if n == nil {
+		// None left by the checks before: one the pool makes for a pod.
+		pod, err := suite.WellFormedPod(ctx, r, check, p.Pool, objectName(p, "reconfigured"))
+		if err != nil {
+			return err
+		}
+		created, err := expect.Admitted(ctx, r.Client, pod)
+		if err != nil {
+			return fmt.Errorf("a well-formed GPU pod of the pool: %w", err)
+		}
+		node, err := scaledUp(ctx, r, created, p)
+		zero := int64(0)
+		if derr := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err == nil && derr != nil {
+			err = derr
+		}
+		if err != nil {
+			return err
+		}
+		if n, err = r.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
 	}
 	if n.Annotations[annotationDoNotDisrupt] == "true" && n.Labels[fakegpu.LabelMIGConfigState] != fakegpu.MIGStatePending {
 		return fmt.Errorf("node %s carries %s=true with no layout being applied (%s=%s): the autoscaler will never remove it, so the pool cannot shrink",
@@ -149,6 +157,31 @@ func reconfigureGuarded(ctx context.Context, t *testing.T, r *harness.Run, check
 			}
 		}
 	}
+}
+
+// settledNode is a node of the pool the checks before left, initialized
+// by Karpenter, not being removed and running no pod of the pool's, with
+// its layout applied; nil when there is none.
+func settledNode(ctx context.Context, r *harness.Run, p fleet.AutoscaledPool) (*corev1.Node, error) {
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + p.NodePool})
+	if err != nil {
+		return nil, err
+	}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.DeletionTimestamp != nil || hasTaint(n, taintDisrupted) || n.Labels[autoscaler.LabelInitialized] != "true" ||
+			n.Labels[fakegpu.LabelMIGConfigState] != fakegpu.MIGStateSuccess {
+			continue
+		}
+		pods, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", n.Name).String()})
+		if err != nil {
+			return nil, err
+		}
+		if len(pods.Items) == 0 {
+			return n, nil
+		}
+	}
+	return nil, nil
 }
 
 // relabel sets the node's MIG layout label, as a platform team does.

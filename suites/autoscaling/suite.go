@@ -24,8 +24,10 @@ var testenv env.Environment
 var Suite = suite.New(&testenv, suite.Funcs{},
 	TestPendingPodScalesItsOwnPool,
 	TestPoolLimitHolds,
-	TestScaleDownHonoursPDB,
+	// Before the drain: it reconfigures a node the earlier checks left,
+	// where the drain check takes its node away.
 	TestMIGReconfigurationNotDisrupted,
+	TestScaleDownHonoursPDB,
 )
 
 // autoscaled is the fleet's autoscaled pools; a fleet with none skips the
@@ -60,4 +62,13 @@ func poolName(p fleet.AutoscaledPool) string {
 		return "pool " + p.Name + ", trust domain " + p.TrustDomains[0].Name
 	}
 	return "pool " + p.Name
+}
+
+// objectName is a name for a check's object of the pool, apart from
+// another trust domain's of the same pool.
+func objectName(p fleet.AutoscaledPool, suffix string) string {
+	if len(p.TrustDomains) == 1 {
+		return p.Name + "-" + p.TrustDomains[0].Name + "-" + suffix
+	}
+	return p.Name + "-" + suffix
 }
