@@ -192,9 +192,10 @@ func notApplied(ov nodeOverlay, gate OverlayGate) string {
 // type for the NodePool: matched, as a node selector, against the labels
 // Karpenter matches them with that explain models (the NodePool's name,
 // its template's labels, the instance type's name). A requirement on
-// another label is left out, so an overlay explain cannot judge counts
-// as selecting: explain's model may miss why a pool cannot scale, never
-// invent a reason.
+// another label is left out, so an overlay explain cannot judge counts as
+// selecting. Overlays add extended resources (§8.5), so that errs towards
+// a machine holding more: explain may then miss why a pool cannot scale,
+// but does not call a pool unable to scale on that account.
 func selects(reqs []corev1.NodeSelectorRequirement, nodePool string, templateLabels map[string]string, instanceType string) bool {
 	labels := map[string]string{LabelNodePool: nodePool, LabelInstanceType: instanceType}
 	for k, v := range templateLabels {

@@ -82,7 +82,7 @@ func TestBadFleetsNameTheField(t *testing.T) {
 		{"autoscaled pool with nodes", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  autoscaledPools:\n    - {name: burst, sku: h100-80gb, nodes: 2, gpusPerNode: 8, nodePool: burst, maxNodes: 2}\n",
 			[]string{"spec.autoscaledPools[0] (burst).nodes: an autoscaled pool starts at zero nodes"}},
 		{"autoscaled pool without a limit or NodePool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  autoscaledPools:\n    - {name: burst, sku: h100-80gb, gpusPerNode: 8}\n",
-			[]string{"spec.autoscaledPools[0] (burst).maxNodes: must be 1 to 1000, got 0", `spec.autoscaledPools[0] (burst).nodePool: "" is not a NodePool name`}},
+			[]string{"spec.autoscaledPools[0] (burst).maxNodes: must be 1 to 1000, got 0", "spec.autoscaledPools[0] (burst).nodePool: required"}},
 		{"autoscaled CPU pool", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  autoscaledPools:\n    - {name: burst, nodePool: burst, maxNodes: 1}\n",
 			[]string{"spec.autoscaledPools[0] (burst).sku: an autoscaled pool is a GPU pool"}},
 		{"one NodePool for two pools", "spec:\n  pools:\n    - {name: cpu, nodes: 1}\n  autoscaledPools:\n    - {name: a, sku: l4, gpusPerNode: 1, nodePool: np, maxNodes: 1}\n    - {name: b, sku: l4, gpusPerNode: 1, nodePool: np, maxNodes: 1}\n",

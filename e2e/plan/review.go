@@ -64,9 +64,13 @@ func reviewScaleFromZero(pl *Plan) []string {
 	}
 	gate := autoscaler.GateOf(gates)
 	for _, p := range pl.Fleet.Autoscaled() {
+		name := p.Name
+		if len(p.TrustDomains) == 1 {
+			name += " (trust domain " + p.TrustDomains[0].Name + ")"
+		}
 		if p.DRA != nil {
-			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is served through DRA, which Karpenter %s scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down: it makes no node for a pod whose containers claim devices (--ignore-dra-requests, autoscaler-facts §10.1), and a node it makes for nvidia.com/gpu never initializes, as no device plugin registers the resource (§8.4), so it is never consolidated or removed, even empty (§8.4.1)",
-				pl.Fleet.File, p.Name, upstream.KarpenterVersion()))
+			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is served through DRA, which Karpenter %s scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down: it makes no node for a pod whose containers claim devices (--ignore-dra-requests, autoscaler-facts §10.1), and a node it makes for nvidia.com/gpu never initializes, as no device plugin registers the resource (§8.4), so it is never consolidated, even empty: it goes only when it expires (expireAfter) or by hand (§8.4.1)",
+				pl.Fleet.File, name, upstream.KarpenterVersion()))
 			continue
 		}
 		res, _, err := pl.Intended(p.Pool)
@@ -86,7 +90,7 @@ func reviewScaleFromZero(pl *Plan) []string {
 		}
 		if len(overlays) > 0 {
 			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s's pods ask %s, which NodeOverlay %s adds to its machine %s, but the candidate runs Karpenter with its NodeOverlay feature gate off, so no overlay applies (spec.autoscaler.featureGates; autoscaler-facts §8.6) and a Pending pod of the pool never makes a node",
-				pl.Fleet.File, p.Name, res, strings.Join(overlays, ", "), it.Name))
+				pl.Fleet.File, name, res, strings.Join(overlays, ", "), it.Name))
 			continue
 		}
 		var lists []string
@@ -96,7 +100,7 @@ func reviewScaleFromZero(pl *Plan) []string {
 			}
 		}
 		out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s's pods ask %s, which its machine %s does not list (it lists %s): an autoscaler knows only what an instance type lists, so a Pending pod of the pool never makes a node (autoscaler-facts §3.3)",
-			pl.Fleet.File, p.Name, res, it.Name, strings.Join(lists, ", ")))
+			pl.Fleet.File, name, res, it.Name, strings.Join(lists, ", ")))
 	}
 	return out
 }

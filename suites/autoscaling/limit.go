@@ -180,10 +180,10 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		}
 		for _, n := range nodes.Items {
 			if n.Labels[autoscaler.LabelNodePool] == p.NodePool && n.Labels[autoscaler.LabelInitialized] != "true" {
-				// A node never initialized is never removed either
+				// A node never initialized is never consolidated either
 				// (autoscaler-facts §8.4.1): say what Karpenter awaits.
 				return false, "node " + n.Name + " of the pool is not initialized yet" + notInitialized(ctx, dyn, &n) +
-					" (Karpenter never consolidates or removes a node it has not initialized, autoscaler-facts §8.4.1)", nil
+					" (Karpenter never consolidates a node it has not initialized; it goes only when it expires, autoscaler-facts §8.4.1)", nil
 			}
 		}
 		all, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})

@@ -148,6 +148,10 @@ func reconfigureGuarded(ctx context.Context, t *testing.T, r *harness.Run, check
 					n.Name, annotationDoNotDisrupt, to, fakegpu.LabelMIGConfigState, last)
 			case state == fakegpu.MIGStatePending:
 				pending++
+			case pending == 0 && state == fakegpu.MIGStateFailed:
+				// Judged without being applied (stack-facts §4 step 3):
+				// nothing to guard, and nothing will come.
+				return fmt.Errorf("the MIG manager refused layout %s on node %s before applying it (%s): the check moves a node to the Operator's default layout, which the candidate's mig-parted config must name", to, n.Name, last)
 			case pending > 0 && guard == "true":
 				return fmt.Errorf("expected node %s's guard to go once its layout was applied, but it still carries %s=true with %s=%s: the autoscaler will never remove it, so the pool cannot shrink",
 					n.Name, annotationDoNotDisrupt, fakegpu.LabelMIGConfigState, state)

@@ -203,12 +203,12 @@ const MaxAutoscaledNodes = 1000
 // designed to carry, which the checks compare with what the NodePool
 // gives its nodes.
 type AutoscaledPool struct {
-	// Pool is the nodes' design, as a fixed pool's, with nodes 0 and no
-	// trust domains.
+	// Pool is the nodes' design, as a fixed pool's, with nodes 0; its
+	// trust domains, if any, each name their own NodePool and maxNodes.
 	Pool `json:",inline"`
 	// NodePool names the candidate's Karpenter NodePool meant to scale
-	// this pool.
-	NodePool string `json:"nodePool"`
+	// this pool (empty when its trust domains name theirs).
+	NodePool string `json:"nodePool,omitempty"`
 	// MaxNodes is the most nodes the pool is designed to grow to.
 	MaxNodes int `json:"maxNodes"`
 }

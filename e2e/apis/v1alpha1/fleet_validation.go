@@ -289,7 +289,9 @@ func (p AutoscaledPool) validate() []error {
 		add("sku: an autoscaled pool is a GPU pool: sku and gpusPerNode are required")
 	}
 	scaled := func(path, nodePool string, maxNodes int) {
-		if msgs := validation.IsDNS1123Subdomain(nodePool); len(msgs) > 0 {
+		if nodePool == "" {
+			add("%snodePool: required: the candidate's NodePool that makes these nodes", path)
+		} else if msgs := validation.IsDNS1123Subdomain(nodePool); len(msgs) > 0 {
 			add("%snodePool: %q is not a NodePool name: %s", path, nodePool, strings.Join(msgs, "; "))
 		}
 		if maxNodes < 1 || maxNodes > MaxAutoscaledNodes {
@@ -304,8 +306,13 @@ func (p AutoscaledPool) validate() []error {
 	if p.NodePool != "" || p.MaxNodes != 0 {
 		add("nodePool, maxNodes: a pool split into trust domains scales by each domain's nodePool and maxNodes, not the pool's")
 	}
+	names := map[string]bool{}
 	for i, td := range p.TrustDomains {
 		path := fmt.Sprintf("trustDomains[%d].", i)
+		if names[td.Name] {
+			add("%sname: duplicate trust domain %q", path, td.Name)
+		}
+		names[td.Name] = true
 		if td.Nodes != 0 {
 			add("%snodes: an autoscaled pool's domain starts at zero nodes, got %d", path, td.Nodes)
 		}
