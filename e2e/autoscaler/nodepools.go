@@ -201,20 +201,32 @@ func selects(reqs []corev1.NodeSelectorRequirement, nodePool string, templateLab
 	for k, v := range templateLabels {
 		labels[k] = v
 	}
+	sel := selectorOn(reqs, func(key string) bool {
+		_, ok := labels[key]
+		return ok
+	})
+	return sel == nil || sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}})
+}
+
+// selectorOn is a node selector of the requirements on the keys explain
+// models (modelled), or nil when there are none or it cannot parse them:
+// the rest are left to Karpenter, so explain's model is narrower, not
+// wrong.
+func selectorOn(reqs []corev1.NodeSelectorRequirement, modelled func(key string) bool) *nodeaffinity.NodeSelector {
 	var known []corev1.NodeSelectorRequirement
 	for _, r := range reqs {
-		if _, ok := labels[r.Key]; ok || r.Key == LabelNodePool || r.Key == LabelInstanceType {
+		if modelled(r.Key) {
 			known = append(known, r)
 		}
 	}
 	if len(known) == 0 {
-		return true
+		return nil
 	}
 	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: known}}})
 	if err != nil {
-		return true
+		return nil
 	}
-	return sel.Match(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: labels}})
+	return sel
 }
 
 // OverlaysAdding names the NodeOverlays among objs (a candidate's
@@ -288,17 +300,10 @@ func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (expl
 // are left to Karpenter: explain's model is narrower, not wrong, and so is
 // a requirement the selector cannot parse.
 func (it InstanceType) meets(reqs []corev1.NodeSelectorRequirement) bool {
-	var own []corev1.NodeSelectorRequirement
-	for _, r := range reqs {
-		if r.Key == LabelInstanceType || r.Key == LabelCapacityType || r.Key == LabelZone {
-			own = append(own, r)
-		}
-	}
-	if len(own) == 0 {
-		return true
-	}
-	sel, err := nodeaffinity.NewNodeSelector(&corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: own}}})
-	if err != nil {
+	sel := selectorOn(reqs, func(key string) bool {
+		return key == LabelInstanceType || key == LabelCapacityType || key == LabelZone
+	})
+	if sel == nil {
 		return true
 	}
 	for _, o := range it.Offerings {
