@@ -12,9 +12,13 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/wait"
 )
 
 // autoscaling reports whether the run needs the autoscaler's API: the
@@ -60,6 +64,9 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
+	if err := r.installBornWithoutGPUs(ctx); err != nil {
+		return err
+	}
 	cctx, cancel := context.WithCancel(context.Background())
 	if err := cloud.Run(cctx, r.Client, func(err error) { r.Log("%v", err) }); err != nil {
 		cancel()
@@ -84,6 +91,39 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 	}
 	r.Log("autoscaler: Karpenter %s started in %s, the cloud selling %s%s", upstream.KarpenterVersion(), time.Since(start).Round(time.Millisecond), strings.Join(names, ", "), gates)
 	return nil
+}
+
+// installBornWithoutGPUs has the cloud's nodes born without nvidia.com
+// resources (autoscaler-facts §4.4), labelled as the run's so its cleanup
+// removes the policy, and waits until the apiserver applies it: a dry-run
+// node as Karpenter creates one comes back without them.
+func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
+	objs, err := autoscaler.BornWithoutGPUs()
+	if err != nil {
+		return err
+	}
+	a, err := candidate.NewApplier(r.Cluster.REST)
+	if err != nil {
+		return err
+	}
+	a.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
+	for i, u := range objs {
+		o := candidate.Object{Unstructured: u, File: autoscaler.BornWithoutGPUsFile, Doc: i + 1}
+		if _, err := a.Apply(ctx, o); err != nil {
+			return fmt.Errorf("installing %s: %w", o.Where(), err)
+		}
+	}
+	probe := autoscaler.BornProbe()
+	return wait.For(ctx, "the apiserver to apply "+autoscaler.BornWithoutGPUsFile+" to a node as Karpenter creates one", 30*time.Second, func(ctx context.Context) (bool, string, error) {
+		got, err := r.Client.CoreV1().Nodes().Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, "", err
+		}
+		if left := autoscaler.BornWithGPUs(got); left != "" {
+			return false, "a dry-run node still carries " + left, nil
+		}
+		return true, "", nil
+	})
 }
 
 // autoscalerGates are the candidate's Karpenter feature gates.
