@@ -177,6 +177,7 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 	enqueueNode := func(obj any) {
 		if n, ok := obj.(*corev1.Node); ok {
 			c.nodeQueue.Add(n.Name)
+			c.enqueueUnstarted(n)
 		}
 	}
 	c.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -229,6 +230,29 @@ func New(rc *rest.Config, opt Options) (*Controller, error) {
 		},
 	})
 	return c, nil
+}
+
+// enqueueUnstarted requeues the pods bound to a GPU node that the
+// simulated kubelet has not started yet (no sight recorded): a pod met
+// before its node was in this cache, or was a GPU node, was set aside, and
+// a kubelet starts its pods once it runs, whatever order it learnt of them.
+func (c *Controller) enqueueUnstarted(n *corev1.Node) {
+	if c.opt.SkipDeviceRecords {
+		return
+	}
+	if _, isGPU, _ := fakegpu.Inventory(n.Annotations); !isGPU || fakegpu.RealKubelet(n.Annotations) {
+		return
+	}
+	pods, _ := c.pods.GetIndexer().ByIndex("spec.nodeName", n.Name)
+	for _, o := range pods {
+		p := o.(*corev1.Pod)
+		if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			continue
+		}
+		if _, started := p.Annotations[fakegpu.AnnotationGPUSight]; !started {
+			c.podQueue.Add(p.Namespace + "/" + p.Name)
+		}
+	}
 }
 
 // Start runs the informers and workers until ctx ends, and returns once the
