@@ -45,15 +45,16 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				created, err := expect.Admitted(ctx, r.Client, pod)
+				pl, err := place(ctx, r, pod, t.Logf)
 				if err != nil {
 					return fmt.Errorf("a well-formed GPU pod: %w", err)
 				}
 				start := time.Now()
-				node, err := scaledUp(ctx, r, created, p)
+				node, err := scaledUp(ctx, r, pl, p)
 				if err != nil {
 					return err
 				}
+				created := pl.pod
 				t.Logf("%s: pod %s ran on node %s %s after it was created", poolName(p), created.Name, node.Name, time.Since(start).Round(100*time.Millisecond))
 				var errs []error
 				for _, problem := range nodeProblems(node, p) {
@@ -79,7 +80,8 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 // the pod asks, autoscaler-facts §3.3, or may be bought at all, or the
 // pod is one of claims Karpenter skips): such a pool fails at once, with
 // why, not at the timeout.
-func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.AutoscaledPool) (*corev1.Node, error) {
+func scaledUp(ctx context.Context, r *harness.Run, pl *placed, p fleet.AutoscaledPool) (*corev1.Node, error) {
+	pod := pl.pod
 	cs := r.Client
 	dyn, types, err := nodePoolReader(r)
 	if err != nil {
@@ -90,9 +92,9 @@ func scaledUp(ctx context.Context, r *harness.Run, pod *corev1.Pod, p fleet.Auto
 	var stalled stuck
 	what := fmt.Sprintf("pod %s/%s of autoscaled pool %s to run on a node the autoscaler made, with its GPU", pod.Namespace, pod.Name, p.Name)
 	err = wait.For(ctx, what, scaleUpTimeout, func(ctx context.Context) (bool, string, error) {
-		got, err := cs.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, "", err
+		got, waiting, err := pl.get(ctx, r)
+		if err != nil || got == nil {
+			return false, waiting, err
 		}
 		seen := expect.Describe(got)
 		if got.Spec.NodeName == "" {

@@ -21,7 +21,6 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
-	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
@@ -77,11 +76,11 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 		return err
 	}
 	pod.Labels[labelGuarded] = name
-	created, err := expect.Admitted(ctx, r.Client, pod)
+	pl, err := place(ctx, r, pod, t.Logf)
 	if err != nil {
 		return fmt.Errorf("a well-formed GPU pod of the pool: %w", err)
 	}
-	ns := created.Namespace
+	ns := pl.pod.Namespace
 	defer func() {
 		// The budget first, so the drain under way can end; then the
 		// pod. The node goes with Karpenter's drain, unwaited: no check
@@ -91,10 +90,11 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 		_ = r.Client.PolicyV1().PodDisruptionBudgets(ns).Delete(ctx, name, metav1.DeleteOptions{})
 		_ = r.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	}()
-	node, err := scaledUp(ctx, r, created, p)
+	node, err := scaledUp(ctx, r, pl, p)
 	if err != nil {
 		return err
 	}
+	created := pl.pod
 	if err := guard(ctx, r, ns, name); err != nil {
 		return err
 	}

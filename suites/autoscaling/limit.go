@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
@@ -83,14 +84,14 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		unit = 1
 	}
 	fill := p.MaxNodes * int(perNode/unit) // the pods the designed nodes hold
-	var pods []*corev1.Pod
+	var pods []*placed
 	for i := 0; i <= fill; i++ {
 		pod := workload.New(check, ns, objectName(p, fmt.Sprintf("fill-%d", i))).ForPool(p.Pool, domain).GPU(res, unit).Pod
-		got, err := expect.Admitted(ctx, r.Client, pod)
+		pl, err := place(ctx, r, pod, t.Logf)
 		if err != nil {
 			return fmt.Errorf("a pod asking %d %s: %w", unit, res, err)
 		}
-		pods = append(pods, got)
+		pods = append(pods, pl)
 	}
 	var last *corev1.Pod
 	var said, judged string
@@ -99,10 +100,10 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
 		var running, pending []*corev1.Pod
 		nodes := map[string]bool{}
-		for _, want := range pods {
-			got, err := r.Client.CoreV1().Pods(want.Namespace).Get(ctx, want.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, "", err
+		for _, pl := range pods {
+			got, waiting, err := pl.get(ctx, r)
+			if err != nil || got == nil {
+				return false, waiting, err
 			}
 			if got.Spec.NodeName == "" {
 				pending = append(pending, got)
@@ -207,8 +208,8 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	if err != nil {
 		return fmt.Errorf("the autoscaler said %q, but: %w", said, err)
 	}
-	for _, pod := range pods {
-		if err := r.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+	for _, pl := range pods {
+		if err := r.Client.CoreV1().Pods(pl.pod.Namespace).Delete(ctx, pl.pod.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}

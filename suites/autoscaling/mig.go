@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
-	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
@@ -81,13 +81,13 @@ func reconfigureGuarded(ctx context.Context, t *testing.T, r *harness.Run, check
 		if err != nil {
 			return err
 		}
-		created, err := expect.Admitted(ctx, r.Client, pod)
+		pl, err := place(ctx, r, pod, t.Logf)
 		if err != nil {
 			return fmt.Errorf("a well-formed GPU pod of the pool: %w", err)
 		}
-		node, err := scaledUp(ctx, r, created, p)
+		node, err := scaledUp(ctx, r, pl, p)
 		zero := int64(0)
-		if derr := r.Client.CoreV1().Pods(created.Namespace).Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err == nil && derr != nil {
+		if derr := r.Client.CoreV1().Pods(pl.pod.Namespace).Delete(ctx, pl.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err == nil && derr != nil && !apierrors.IsNotFound(derr) {
 			err = derr
 		}
 		if err != nil {
