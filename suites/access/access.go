@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,6 +249,40 @@ func removeSources(ctx context.Context, r *harness.Run, check string) error {
 	return nil
 }
 
+// createAt is how many pods createAll has in flight: each create waits on
+// the candidate's admission policies, about 0.2 s loaded, and one tenant
+// pod does not depend on another's admission.
+const createAt = 8
+
+// createAll creates the pods side by side and returns, in the order
+// given, those admitted; a pod denied at admission is counted in refused
+// (it sees nothing).
+func createAll(ctx context.Context, r *harness.Run, tries []created) (admitted []created, refused int, err error) {
+	got := make([]*corev1.Pod, len(tries))
+	errs := make([]error, len(tries))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, createAt)
+	for i, c := range tries {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			got[i], errs[i] = r.Client.CoreV1().Pods(c.pod.Namespace).Create(ctx, c.pod, metav1.CreateOptions{})
+		})
+	}
+	wg.Wait()
+	for i, c := range tries {
+		switch err := errs[i]; {
+		case apierrors.IsForbidden(err) || apierrors.IsInvalid(err):
+			refused++
+		case err != nil:
+			return nil, 0, fmt.Errorf("creating pod %s/%s: %w", c.pod.Namespace, c.pod.Name, err)
+		default:
+			admitted = append(admitted, created{got[i], c.what})
+		}
+	}
+	return admitted, refused, nil
+}
+
 // created is a pod the apiserver admitted, with what it tries.
 type created struct {
 	pod  *corev1.Pod
@@ -339,8 +374,7 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 		Assess("tenant pods that ask for no GPU but name GPUs see none on any GPU pool", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
 			source := "gpupool-visible-devices"
-			var pods []created
-			refused := 0
+			var tries []created // built in order, created side by side
 			for _, p := range r.Fleet.Spec.Pools {
 				if !p.GPU() {
 					continue
@@ -374,18 +408,13 @@ func TestNoGPUWithoutAllocation(t *testing.T) {
 						} else {
 							pod = pod.ForPool(p, tg.domain)
 						}
-						pod = tp.build(pod, uuids)
-						got, err := r.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod.Pod, metav1.CreateOptions{})
-						if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-							refused++ // denied at admission: it sees nothing
-							continue
-						}
-						if err != nil {
-							t.Fatalf("creating pod %s/%s: %v", pod.Namespace, pod.Name, err)
-						}
-						pods = append(pods, created{got, what})
+						tries = append(tries, created{tp.build(pod, uuids).Pod, what})
 					}
 				}
+			}
+			pods, refused, err := createAll(ctx, r, tries)
+			if err != nil {
+				t.Fatal(err)
 			}
 			t.Logf("%d tenant pods admitted, %d denied at admission", len(pods), refused)
 			sights, _, err := sightsOf(ctx, r, pods)
