@@ -62,7 +62,7 @@ mutants-serial: build
 	$(BIN) run --suite-parallelism 1 --out reports/out/reference-serial
 	$(BIN) mutants --suite-parallelism 1 --out reports/out/mutants-serial
 
-test: test-unit test-fuzz test-suites test-e2e test-scale mutants-and-kind
+test: test-unit test-fuzz mutants-and-kind
 
 ## Go's native fuzzing of every parser of user input, each for a short fixed
 ## time from a seed corpus of the built-in manifests. An input that fails is
@@ -75,11 +75,15 @@ FUZZ_TARGETS := fakegpu:FuzzParseDevicePluginConfig fakegpu:FuzzParseMIGPartedCo
 test-fuzz:
 	GO=$(GO) bash hack/fuzz.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
 
-## The embedded mutants and the kind path side by side: the mutants keep the
-## CPU busy, the kind path mostly waits on a real kubelet. The kind path's
-## output is printed when both end (reports/out/test-kind.log).
+## The embedded mutants beside everything else that needs a cluster: the
+## mutants keep the CPU busy (about 35 min); beside them, one after another
+## (-k: each runs even if one before failed), the kind path, which mostly
+## waits on a real kubelet, then the CLI end to end, the suites and the
+## scale run, which fit in what the mutants leave. Their output is printed
+## when both end (reports/out/beside-mutants.log).
+BESIDE_MUTANTS := test-kind test-e2e test-suites test-scale
 mutants-and-kind: build
-	bash hack/beside.sh reports/out/test-kind.log '$(MAKE) --no-print-directory test-kind' '$(MAKE) --no-print-directory mutants'
+	bash hack/beside.sh reports/out/beside-mutants.log '$(MAKE) -k --no-print-directory $(BESIDE_MUTANTS)' '$(MAKE) --no-print-directory mutants'
 
 ## The kind path. A Docker engine from Debian's docker.io (installed and
 ## started if missing), kind, the node binaries, a kind node image built

@@ -4,8 +4,8 @@
 # beside.sh LOG BACKGROUND FOREGROUND: runs the command BACKGROUND, its
 # output to LOG, while FOREGROUND runs on the console; then prints LOG and
 # fails if either failed. make test runs the kind path (mostly waiting on a
-# real kubelet, 60% of the CPU idle) beside the embedded mutants (CPU-bound)
-# this way. Ctrl-C, a kill or a failure stops the background command with
+# real kubelet, 60% of the CPU idle) and the tests that need a cluster
+# beside the embedded mutants (CPU-bound) this way. Ctrl-C, a kill or a failure stops the background command with
 # SIGINT, so it removes what it made, and waits for it.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +16,7 @@ fglog=$(mktemp "${TMPDIR:-/tmp}/gpupool-beside.XXXXXX")
 
 # Its own process group: a terminal's Ctrl-C reaches it only through the
 # trap, after which it is waited for.
-setsid bash -c "$bg" >"$bglog" 2>&1 &
+setsid bash -c 'start=$(date +%s); bash -c "$1"; rc=$?; echo "[$(date +%T)] beside: the background command ended (rc $rc) after $(($(date +%s) - start)) s"; exit $rc' beside "$bg" >"$bglog" 2>&1 &
 bgpid=$!
 stop() {
 	if kill -0 "$bgpid" 2>/dev/null; then
