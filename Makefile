@@ -1,6 +1,6 @@
 # gpupool: two commands do all setup on a fresh machine.
 #   make conformance   build what is missing, run the contract on the embedded cluster
-#   make test          unit tests, the suites, the CLI end to end, then the mutants beside the kind path
+#   make test          unit tests and fuzzing, then the mutants beside the kind path, the CLI end to end, the suites and a scale run
 #   make conformance-kind   the main job on a kind cluster with a real kubelet (needs root
 #                      once, to install and start Docker; builds the node image offline)
 SHELL := /usr/bin/env bash
@@ -83,7 +83,7 @@ test-fuzz:
 ## when both end (reports/out/beside-mutants.log).
 BESIDE_MUTANTS := test-kind test-e2e test-suites test-scale
 mutants-and-kind: build
-	bash hack/beside.sh reports/out/beside-mutants.log '$(MAKE) -k --no-print-directory $(BESIDE_MUTANTS)' '$(MAKE) --no-print-directory mutants'
+	bash hack/beside.sh reports/out/beside-mutants.log '$(MAKE) -k -j1 --no-print-directory $(BESIDE_MUTANTS)' '$(MAKE) --no-print-directory mutants'
 
 ## The kind path. A Docker engine from Debian's docker.io (installed and
 ## started if missing), kind, the node binaries, a kind node image built

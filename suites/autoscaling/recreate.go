@@ -18,12 +18,6 @@ import (
 	"github.com/gpupool/gpupool/e2e/harness"
 )
 
-// reasonTaintEviction is the event kube-controller-manager's
-// taint-eviction controller records on a pod it deletes for a NoExecute
-// taint the pod does not tolerate (k8s v1.37.2
-// pkg/controller/tainteviction/taint_eviction.go).
-const reasonTaintEviction = "TaintManagerEviction"
-
 // maxRecreated bounds how often a check's pod is created again after the
 // taint-eviction controller deleted it: the race of autoscaler-facts §4.7
 // is rare, while a taint the pool's pods do not tolerate deletes every one.
@@ -47,6 +41,7 @@ type placed struct {
 	logf      func(format string, args ...any)
 	recreated int
 	goneSince time.Time
+	tainted   bool // seen being deleted by the taint-eviction controller
 }
 
 // place creates the pod, as expect.Admitted does, and tracks it.
@@ -67,16 +62,22 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 	got, err := r.Client.CoreV1().Pods(cur.Namespace).Get(ctx, cur.Name, metav1.GetOptions{})
 	if err == nil && got.UID == cur.UID {
 		pl.pod, pl.goneSince = got, time.Time{}
+		if got.DeletionTimestamp != nil {
+			// Going, whatever it ran: judged once it is gone.
+			pl.tainted = pl.tainted || expect.DeletingForTaint(got)
+			return nil, fmt.Sprintf("pod %s/%s is being deleted (%s)", got.Namespace, got.Name, expect.Describe(got)), nil
+		}
 		return got, "", nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return nil, "", err
 	}
-	// Gone (or a pod of the same name that is not ours): why?
+	// Gone (or a pod of the same name that is not ours): why? The
+	// controller's event names the pod without its UID.
 	evs, err := r.Client.CoreV1().Events(cur.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.AndSelectors(
+		fields.OneTermEqualSelector("involvedObject.kind", "Pod"),
 		fields.OneTermEqualSelector("involvedObject.name", cur.Name),
-		fields.OneTermEqualSelector("involvedObject.uid", string(cur.UID)),
-		fields.OneTermEqualSelector("reason", reasonTaintEviction)).String()})
+		fields.OneTermEqualSelector("reason", expect.ReasonTaintEviction)).String()})
 	if err != nil {
 		return nil, "", err
 	}
@@ -84,7 +85,11 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 	if cur.Spec.NodeName != "" {
 		where = "from node " + cur.Spec.NodeName + taintsOf(ctx, r, cur.Spec.NodeName)
 	}
-	if len(evs.Items) == 0 {
+	said, evicted := expect.TaintEvicted(evs.Items, cur)
+	if pl.tainted && !evicted {
+		said, evicted = "its DisruptionTarget condition said "+expect.ReasonDeletionByTaint, true
+	}
+	if !evicted {
 		if pl.goneSince.IsZero() {
 			pl.goneSince = time.Now()
 		}
@@ -95,7 +100,7 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 	}
 	if pl.recreated >= maxRecreated {
 		return nil, "", fmt.Errorf("pod %s/%s was deleted by the taint-eviction controller %d times, the last %s: a NoExecute taint the pool's pods do not tolerate (%s)",
-			cur.Namespace, cur.Name, pl.recreated+1, where, strings.TrimSpace(evs.Items[0].Message))
+			cur.Namespace, cur.Name, pl.recreated+1, where, strings.TrimSpace(said))
 	}
 	pl.recreated++
 	pod := pl.template.DeepCopy()
@@ -104,8 +109,8 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 		return nil, "", fmt.Errorf("creating pod %s/%s again after the taint-eviction controller deleted it: %w", cur.Namespace, cur.Name, err)
 	}
 	pl.logf("pod %s/%s was deleted by the taint-eviction controller %s (%s), most likely from a stale view of a node Karpenter had just registered (autoscaler-facts §4.7, kubernetes/kubernetes#139992): created again (%d of at most %d)",
-		cur.Namespace, cur.Name, where, reasonTaintEviction, pl.recreated, maxRecreated)
-	pl.pod, pl.goneSince = created, time.Time{}
+		cur.Namespace, cur.Name, where, said, pl.recreated, maxRecreated)
+	pl.pod, pl.goneSince, pl.tainted = created, time.Time{}, false
 	return nil, fmt.Sprintf("pod %s/%s created again after the taint-eviction controller deleted it", cur.Namespace, cur.Name), nil
 }
 
