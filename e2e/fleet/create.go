@@ -140,7 +140,9 @@ func waitReady(ctx context.Context, cs kubernetes.Interface, selector string, wa
 		defer mu.Unlock()
 		return len(ready)
 	}
-	err := wait.For(ctx, fmt.Sprintf("%d fleet nodes Ready", want), timeout, func(ctx context.Context) (bool, string, error) {
+	// A fixed interval: count reads what the watch saw, and the interval
+	// is what the reported time to Ready is accurate to.
+	err := wait.Every(ctx, fmt.Sprintf("%d fleet nodes Ready", want), timeout, wait.Interval, func(ctx context.Context) (bool, string, error) {
 		n := count()
 		return n >= want, fmt.Sprintf("%d of %d Ready and untainted by the node lifecycle controller", n, want), nil
 	})

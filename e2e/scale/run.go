@@ -447,7 +447,10 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 	// every pod still waiting unschedulable (a full pool does not drain).
 	deadline := time.Now().Add(timeout)
 	last, lastChange, stalled := -1, time.Now(), false
-	err = wait.For(ctx, fmt.Sprintf("the %d schedulable pods of phase %s to be bound", len(keys), ph.Name), timeout, func(context.Context) (bool, string, error) {
+	// A fixed interval: these waits read the informers' caches, which
+	// costs the apiserver nothing, and the interval is what a phase's
+	// measured end is accurate to.
+	err = wait.Every(ctx, fmt.Sprintf("the %d schedulable pods of phase %s to be bound", len(keys), ph.Name), timeout, wait.Interval, func(context.Context) (bool, string, error) {
 		settled := r.times.settled(keys)
 		if settled != last {
 			last, lastChange = settled, time.Now()
@@ -689,7 +692,7 @@ func (r *Runner) deletePending(ctx context.Context, timeout time.Duration) (int,
 	if n := failed.Load(); n > 0 {
 		return 0, fmt.Errorf("deleting Pending pods: %d of %d deletes failed", n, len(pending))
 	}
-	err := wait.For(ctx, fmt.Sprintf("%d deleted Pending pods to be gone", len(pending)), timeout, func(context.Context) (bool, string, error) {
+	err := wait.Every(ctx, fmt.Sprintf("%d deleted Pending pods to be gone", len(pending)), timeout, wait.Interval, func(context.Context) (bool, string, error) {
 		left := 0
 		for _, p := range pending {
 			if _, exists, _ := r.pods.GetStore().Get(p); exists {
@@ -704,7 +707,7 @@ func (r *Runner) deletePending(ctx context.Context, timeout time.Duration) (int,
 // waitJudged waits until every Pending pod of the run has been found
 // unschedulable by the scheduler.
 func (r *Runner) waitJudged(ctx context.Context, timeout time.Duration) error {
-	return wait.For(ctx, "every Pending pod of the run to be judged by the scheduler", timeout, func(context.Context) (bool, string, error) {
+	return wait.Every(ctx, "every Pending pod of the run to be judged by the scheduler", timeout, wait.Interval, func(context.Context) (bool, string, error) {
 		waiting := 0
 		for _, o := range r.pods.GetStore().List() {
 			if p := o.(*corev1.Pod); p.Spec.NodeName == "" && p.DeletionTimestamp == nil && !unschedulable(p) {

@@ -12,9 +12,20 @@ import (
 	"time"
 )
 
-// Interval between polls. Short: the embedded cluster answers in
+// Interval between polls, at first. Short: the embedded cluster answers in
 // milliseconds, and checks should not idle.
 const Interval = 100 * time.Millisecond
+
+// For's interval grows by half each poll once a wait has gone on for
+// growAfter, up to MaxInterval: a wait that long awaits something slower
+// than the apiserver (a settle time, the autoscaler's batch window, a
+// drain), and each poll is a request the apiserver answers from its cache
+// and serializes. With every wait at 100 ms, two mutants side by side kept
+// each of their apiservers at about 40% of a core.
+const (
+	growAfter   = time.Second
+	MaxInterval = 500 * time.Millisecond
+)
 
 // Condition reports whether the wait is over, and a short description of
 // what it saw (used in the timeout message). A non-nil error stops the wait.
@@ -35,18 +46,24 @@ func (e *TimeoutError) Error() string {
 	return msg
 }
 
-// For polls cond until it is done, it fails, ctx ends, or timeout passes.
+// For polls cond until it is done, it fails, ctx ends, or timeout passes:
+// every Interval at first, less often once the wait has gone on a while.
 func For(ctx context.Context, what string, timeout time.Duration, cond Condition) error {
-	return Every(ctx, what, timeout, Interval, cond)
+	return poll(ctx, what, timeout, Interval, true, cond)
 }
 
-// Every is For with its own poll interval, for outcomes the cluster shows
-// within milliseconds and a caller judges many of in a row.
+// Every is For with its own fixed poll interval, for outcomes the cluster
+// shows within milliseconds and a caller judges many of in a row.
 func Every(ctx context.Context, what string, timeout, interval time.Duration, cond Condition) error {
+	return poll(ctx, what, timeout, interval, false, cond)
+}
+
+func poll(ctx context.Context, what string, timeout, interval time.Duration, grow bool, cond Condition) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
+	start := time.Now()
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
 	var seen string
 	for {
 		done, s, err := cond(ctx)
@@ -59,10 +76,14 @@ func Every(ctx context.Context, what string, timeout, interval time.Duration, co
 		if done {
 			return nil
 		}
+		if grow && time.Since(start) >= growAfter {
+			interval = min(interval*3/2, MaxInterval)
+		}
+		timer.Reset(interval)
 		select {
 		case <-ctx.Done():
 			return &TimeoutError{What: what, Timeout: timeout, LastSeen: seen}
-		case <-tick.C:
+		case <-timer.C:
 		}
 	}
 }

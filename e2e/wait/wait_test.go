@@ -39,3 +39,26 @@ func TestAnErrorStopsTheWait(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A long wait polls less often: 100 ms at first, growing to 500 ms once it
+// has gone on a second, so about 10 polls in its first second and about 2
+// a second after.
+func TestForPollsLessOftenOnceItHasWaitedAWhile(t *testing.T) {
+	var at []time.Time
+	start := time.Now()
+	_ = For(context.Background(), "nothing", 3*time.Second, func(ctx context.Context) (bool, string, error) {
+		at = append(at, time.Now())
+		return time.Since(start) > 2500*time.Millisecond, "", nil
+	})
+	first, later := 0, 0
+	for _, t := range at {
+		if t.Sub(start) < time.Second {
+			first++
+		} else if t.Sub(start) >= 1500*time.Millisecond {
+			later++
+		}
+	}
+	if first < 8 || later > 4 {
+		t.Errorf("polls: %d in the first second (want about 10), %d after 1.5 s (want at most 4 at 500 ms)", first, later)
+	}
+}
