@@ -95,8 +95,16 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 		return err
 	}
 	created := pl.pod
-	if err := guard(ctx, r, ns, name); err != nil {
+	if err := guard(ctx, r, pl, ns, name); err != nil {
 		return err
+	}
+	if pl.pod.UID != created.UID {
+		// Made again after the taint-eviction race (recreate.go): the
+		// budget counts the new pod, and its node is the one to drain.
+		if node, err = r.Client.CoreV1().Nodes().Get(ctx, pl.pod.Spec.NodeName, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("node %s of pod %s/%s: %w", pl.pod.Spec.NodeName, ns, name, err)
+		}
+		created = pl.pod
 	}
 	claim, err := nodeClaimOf(ctx, dyn, p.NodePool, node)
 	if err != nil {
@@ -152,7 +160,7 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 // guard creates a PodDisruptionBudget that keeps the pod (minAvailable
 // 1: a bare pod has no scale for maxUnavailable) and waits until the
 // disruption controller counts the pod healthy and allows no disruption.
-func guard(ctx context.Context, r *harness.Run, ns, name string) error {
+func guard(ctx context.Context, r *harness.Run, pl *placed, ns, name string) error {
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -165,6 +173,9 @@ func guard(ctx context.Context, r *harness.Run, ns, name string) error {
 		return fmt.Errorf("a PodDisruptionBudget for pod %s/%s: %w", ns, name, err)
 	}
 	return wait.For(ctx, fmt.Sprintf("PodDisruptionBudget %s/%s to count its pod healthy and allow no disruption", ns, name), time.Minute, func(ctx context.Context) (bool, string, error) {
+		if pod, waiting, err := pl.get(ctx, r); err != nil || pod == nil {
+			return false, waiting, err
+		}
 		got, err := r.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
