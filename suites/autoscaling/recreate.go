@@ -81,9 +81,13 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 	if err != nil {
 		return nil, "", err
 	}
-	where := "before it was seen bound"
-	if cur.Spec.NodeName != "" {
-		where = "from node " + cur.Spec.NodeName + taintsOf(ctx, r, cur.Spec.NodeName)
+	// Where it went from, for a message: read only when one is written,
+	// not on every poll that awaits the event.
+	where := func() string {
+		if cur.Spec.NodeName == "" {
+			return "before it was seen bound"
+		}
+		return "from node " + cur.Spec.NodeName + taintsOf(ctx, r, cur.Spec.NodeName)
 	}
 	said, evicted := expect.TaintEvicted(evs.Items, cur)
 	if pl.tainted && !evicted {
@@ -94,13 +98,13 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 			pl.goneSince = time.Now()
 		}
 		if time.Since(pl.goneSince) > goneWait {
-			return nil, "", fmt.Errorf("pod %s/%s was deleted %s, and no event says by whom", cur.Namespace, cur.Name, where)
+			return nil, "", fmt.Errorf("pod %s/%s was deleted %s, and no event says by whom", cur.Namespace, cur.Name, where())
 		}
 		return nil, fmt.Sprintf("pod %s/%s is gone; awaiting the event that says why", cur.Namespace, cur.Name), nil
 	}
 	if pl.recreated >= maxRecreated {
 		return nil, "", fmt.Errorf("pod %s/%s was deleted by the taint-eviction controller %d times, the last %s: a NoExecute taint the pool's pods do not tolerate (%s)",
-			cur.Namespace, cur.Name, pl.recreated+1, where, strings.TrimSpace(said))
+			cur.Namespace, cur.Name, pl.recreated+1, where(), strings.TrimSpace(said))
 	}
 	pl.recreated++
 	pod := pl.template.DeepCopy()
@@ -109,7 +113,7 @@ func (pl *placed) get(ctx context.Context, r *harness.Run) (*corev1.Pod, string,
 		return nil, "", fmt.Errorf("creating pod %s/%s again after the taint-eviction controller deleted it: %w", cur.Namespace, cur.Name, err)
 	}
 	pl.logf("pod %s/%s was deleted by the taint-eviction controller %s (%s), most likely from a stale view of a node Karpenter had just registered (autoscaler-facts §4.7, kubernetes/kubernetes#139992): created again (%d of at most %d)",
-		cur.Namespace, cur.Name, where, said, pl.recreated, maxRecreated)
+		cur.Namespace, cur.Name, where(), said, pl.recreated, maxRecreated)
 	pl.pod, pl.goneSince, pl.tainted = created, time.Time{}, false
 	return nil, fmt.Sprintf("pod %s/%s created again after the taint-eviction controller deleted it", cur.Namespace, cur.Name), nil
 }
