@@ -75,7 +75,9 @@ type Run struct {
 	// DisruptiveNodes are, on a cluster gpupool did not make, the only
 	// nodes disruptive checks may change (none: every node of the pool).
 	DisruptiveNodes []string
-	kwok            *cluster.KwokProcess
+	// Disposable: the cluster goes when the run ends (settings.Settings).
+	Disposable bool
+	kwok       *cluster.KwokProcess
 	// karpenter and the cloud run while the run does, when the fleet has
 	// autoscaled pools on a cluster gpupool made.
 	karpenter *autoscaler.Karpenter

@@ -496,6 +496,7 @@ func suiteSettings(spec Spec, l loadedPlan) settings.Settings {
 	s := settings.Settings{
 		RunID: spec.ID, Fleet: l.fleet, Candidate: l.candidate,
 		SimulatedPools: spec.SimulatePools, Explore: spec.Explore,
+		Disposable: spec.Existing == nil && !spec.Keep,
 	}
 	// The suites run in their package directories: a relative directory
 	// would land there.

@@ -39,6 +39,15 @@ func TestSuiteSettings(t *testing.T) {
 	assert.ErrorContains(t, err, l.settings)
 }
 
+// Checks leave their namespaces behind only in a cluster that goes when
+// the run ends: never in one the run attached to, nor in one it keeps.
+func TestOnlyAClusterThatGoesIsDisposable(t *testing.T) {
+	l := loadedPlan{}
+	assert.True(t, suiteSettings(Spec{Out: "out"}, l).Disposable, "a cluster the run made")
+	assert.False(t, suiteSettings(Spec{Out: "out", Keep: true}, l).Disposable, "--keep-cluster")
+	assert.False(t, suiteSettings(Spec{Out: "out", Existing: &cluster.Existing{}}, l).Disposable, "--kubeconfig")
+}
+
 // A check only another provider makes is not in the run's results: it was
 // skipped by design, not hidden.
 func TestOnProviderLeavesOutOtherProvidersChecks(t *testing.T) {

@@ -37,7 +37,12 @@ type Settings struct {
 	// disruptive checks may change (none: every node of a cluster gpupool
 	// made).
 	DisruptiveNodes []string `json:"disruptiveNodes,omitempty"`
-	Explore         Explore  `json:"explore,omitzero"`
+	// Disposable: the run removes the cluster when it ends (one it made
+	// and does not keep). A check then leaves its emptied namespace to go
+	// with the cluster: the namespace controller's sweep of a namespace
+	// is about 80 requests, a quarter of a run's.
+	Disposable bool    `json:"disposable,omitempty"`
+	Explore    Explore `json:"explore,omitzero"`
 }
 
 // Explore is how the exploration suite draws its pods.

@@ -30,7 +30,8 @@ type namespaceKey struct{}
 // Feature starts the feature for a check with a namespace of its own
 // (Namespace(ctx)) and a teardown that removes every pod the check made,
 // in any namespace, and waits until they are gone so the next check finds
-// the pools empty.
+// the pools empty; the namespace goes too unless the cluster goes with
+// the run.
 func Feature(c checks.Check) *features.FeatureBuilder {
 	return c.Feature().
 		Setup(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
@@ -61,7 +62,10 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 					_ = r.Client.ResourceV1().ResourceClaimTemplates(tpl.Namespace).Delete(ctx, tpl.Name, metav1.DeleteOptions{})
 				}
 			}
-			if ns, ok := ctx.Value(namespaceKey{}).(string); ok {
+			// Its pods are gone; a cluster that goes with the run takes the
+			// namespace with it, and the namespace controller's sweep of
+			// every resource type in it is work no verdict needs.
+			if ns, ok := ctx.Value(namespaceKey{}).(string); ok && !r.Disposable {
 				_ = r.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 			}
 			return ctx

@@ -86,7 +86,7 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 				return ctx, fmt.Errorf("--kubeconfig %s: %w", kc, err)
 			}
 			rc.QPS, rc.Burst = 200, 400
-			r := &harness.Run{Plan: pl, SimulatedPools: set.SimulatedPools, DisruptiveNodes: set.DisruptiveNodes}
+			r := &harness.Run{Plan: pl, SimulatedPools: set.SimulatedPools, DisruptiveNodes: set.DisruptiveNodes, Disposable: set.Disposable}
 			if err := r.Attach(&cluster.Cluster{Name: "attached", Kubeconfig: kc, REST: rc}); err != nil {
 				return ctx, err
 			}
@@ -113,6 +113,7 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 			return ctx, err
 		}
 		c.WithKubeconfigFile(s.Run.Cluster.Kubeconfig)
+		s.Run.Disposable = true // this process removes the cluster at its end
 		return context.WithValue(ctx, runKey{}, s.Run), nil
 	})
 	if funcs.Setup != nil {
