@@ -105,11 +105,13 @@ conformance-kind: build-kind
 ## The kind path end to end: the reference passes every check on kind, each
 ## kind-only check fails on a candidate that breaks it, the differential
 ## also agrees where the toolkit honours the variable (the envvar strategy),
-## and simulated pools joined to a cluster run their stack inside it.
+## and simulated pools joined to a cluster run their stack inside it. The
+## four kind mutants run at once: most of each is a real kubelet's waits
+## (a mutant's checks wait out their budgets), not CPU.
 KIND_MUTANTS := manifests/candidates/broken-no-fail-requests-greater-than-one,manifests/candidates/broken-default-timesliced,manifests/candidates/broken-device-plugin-disabled,manifests/candidates/broken-dra-node-runs-device-plugin
 test-kind: build-kind
 	$(BIN) run --provider kind --out reports/out/test-kind
-	$(BIN) mutants --provider kind --suites ./suites/kubelet --candidates $(KIND_MUTANTS) --out reports/out/test-kind-mutants
+	$(BIN) mutants --provider kind --suites ./suites/kubelet --candidates $(KIND_MUTANTS) --parallel 4 --out reports/out/test-kind-mutants
 	$(BIN) run --provider kind --suites kubelet --candidate manifests/candidates/broken-toolkit-envvar-permissive --out reports/out/test-kind-envvar
 	go test -tags 'e2e kind' -count=1 -timeout 20m -run TestSimulatedStackRunsInTheCluster ./cmd/gpupool/
 

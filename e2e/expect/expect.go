@@ -452,6 +452,14 @@ func scheduleAll(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Po
 // PodReaches waits until cond holds for the pod and returns it. cond also
 // describes what it saw, for the timeout message.
 func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) (bool, string)) (*corev1.Pod, error) {
+	return PodReachesUnless(ctx, cs, ns, name, what, timeout, cond, nil)
+}
+
+// PodReachesUnless is PodReaches that also stops as soon as never says
+// the pod has shown it will not get there (for example, a pod awaited to
+// be refused by the kubelet is running: the kubelet admitted it), with an
+// error saying what never saw.
+func PodReachesUnless(ctx context.Context, cs kubernetes.Interface, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) (bool, string), never func(*corev1.Pod) (string, bool)) (*corev1.Pod, error) {
 	var pod *corev1.Pod
 	var final finality
 	err := wait.For(ctx, fmt.Sprintf("pod %s/%s to %s", ns, name, what), timeout, func(ctx context.Context) (bool, string, error) {
@@ -464,6 +472,11 @@ func PodReaches(ctx context.Context, cs kubernetes.Interface, ns, name, what str
 		if !ok {
 			if why, never := stuck(p); never {
 				return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
+			}
+			if never != nil {
+				if why, shown := never(p); shown {
+					return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
+				}
 			}
 		}
 		if !ok && p.Spec.NodeName == "" {
