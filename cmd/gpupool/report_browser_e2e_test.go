@@ -125,13 +125,16 @@ func assertScaleReportReadable(t *testing.T, dir string) {
 
 // newBrowser starts headless Chromium (Debian's package;
 // hack/setup-chromium.sh installs it) for one look, bounded to 2 minutes
-// with the browser's start; it goes when the test ends.
+// with the browser's start; it goes when the test ends, and so do the
+// directories Chromium makes in its TMPDIR (org.chromium.Chromium.*),
+// which it leaves when it is killed.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	browser, err := exec.LookPath("chromium")
 	require.NoError(t, err, "Chromium is needed to read the report as a person does: run hack/setup-chromium.sh")
+	tmp := t.TempDir() // removed after the cleanup below stops the browser
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1200, 900))...)
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1200, 900), chromedp.Env("TMPDIR="+tmp))...)
 	ctx, cancel := chromedp.NewContext(alloc)
 	timer := time.AfterFunc(2*time.Minute, cancel)
 	t.Cleanup(func() {
