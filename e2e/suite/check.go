@@ -52,8 +52,10 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 		Teardown(func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := From(ctx)
 			sel := labels.Set{workload.LabelCheck: c.ID}.String()
+			cleaned := true
 			if err := expect.DeletePods(ctx, r.Client, sel); err != nil {
 				t.Errorf("cleanup: %v", err)
+				cleaned = false
 			}
 			// Claim templates a check made in tenant namespaces (its pods'
 			// claims go with the pods).
@@ -64,8 +66,9 @@ func Feature(c checks.Check) *features.FeatureBuilder {
 			}
 			// Its pods are gone; a cluster that goes with the run takes the
 			// namespace with it, and the namespace controller's sweep of
-			// every resource type in it is work no verdict needs.
-			if ns, ok := ctx.Value(namespaceKey{}).(string); ok && !r.Disposable {
+			// every resource type in it is work no verdict needs. Pods the
+			// cleanup could not see gone still go with their namespace.
+			if ns, ok := ctx.Value(namespaceKey{}).(string); ok && (!r.Disposable || !cleaned) {
 				_ = r.Client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 			}
 			return ctx
