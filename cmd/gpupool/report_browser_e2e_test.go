@@ -132,7 +132,12 @@ func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	browser, err := exec.LookPath("chromium")
 	require.NoError(t, err, "Chromium is needed to read the report as a person does: run hack/setup-chromium.sh")
-	tmp := t.TempDir() // removed after the cleanup below stops the browser
+	// Short: Chromium's singleton socket lives in it, and a unix socket's
+	// path may not pass 107 bytes (t.TempDir's, named after the test, did).
+	// Removed after the cleanup below stops the browser.
+	tmp, err := os.MkdirTemp("", "gpupool-chromium-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) })
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.WindowSize(1200, 900), chromedp.Env("TMPDIR="+tmp))...)
 	ctx, cancel := chromedp.NewContext(alloc)
