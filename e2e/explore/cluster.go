@@ -463,17 +463,29 @@ func refusedToStart(p *corev1.Pod) bool {
 	return true
 }
 
-// holdsOnNode reports whether a pod bound to a node holds a GPU there: an
+// holdsOnNode reports whether a pod bound to node holds a GPU there: an
 // nvidia.com/ or DeviceClass resource the kubelet admitted it with, or a
 // ResourceClaim the scheduler allocated and reserved for it. A pod bound
 // by nodeName skips the scheduler, so its claims are never allocated, and
 // the kubelet refuses a claim not reserved for the pod (dra-facts §4 "Kubelet
 // and the DRA plugin", FailedPrepareDynamicResources): it holds nothing.
-// A claim that cannot be read counts as held, erring toward a violation a
-// person reads.
-func (c *Cluster) holdsOnNode(ctx context.Context, p *corev1.Pod) bool {
-	if len(GPURequests(p)) > 0 {
+// Nor does it hold an extended resource the node does not advertise: the
+// kubelet drops those before its fit (kubelet-facts §1.4,
+// removeMissingExtendedResources), so a DeviceClass's implicit resource is
+// held only through the claim the scheduler made for it, which the pod's
+// status names. A claim that cannot be read counts as held, erring toward
+// a violation a person reads.
+func (c *Cluster) holdsOnNode(ctx context.Context, p *corev1.Pod, node *corev1.Node) bool {
+	if p.Status.ExtendedResourceClaimStatus != nil {
 		return true
+	}
+	for name := range GPURequests(p) {
+		if node == nil {
+			return true
+		}
+		if _, advertised := node.Status.Allocatable[corev1.ResourceName(name)]; advertised {
+			return true
+		}
 	}
 	for _, name := range explain.ClaimNames(p) {
 		if name == "" {

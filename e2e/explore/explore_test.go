@@ -4,6 +4,7 @@
 package explore
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
 	"pgregory.net/rapid"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
@@ -361,4 +363,28 @@ func TestRefusedToStart(t *testing.T) {
 	assert.False(t, refusedToStart(pod(waiting(fakegpu.DRAPrepareFailed), running)), "one container runs")
 	assert.False(t, refusedToStart(pod(waiting("ContainerCreating"))), "not refused, only not started yet")
 	assert.False(t, refusedToStart(pod()), "no status reported yet")
+}
+
+// A pod bound by nodeName holds, on a shared-GPU node, only what its
+// kubelet gives it: a resource the node advertises, or a DeviceClass's
+// implicit one through the claim the scheduler made (kubelet-facts §1.4).
+// Seen in make test: a tenant pod naming another tenant's L4 node with a
+// limit of deviceclass.resource.kubernetes.io/mig.nvidia.com, which that
+// node never advertises, was taken as sharing its GPU.
+func TestHoldsOnNodeOnlyWhatTheKubeletGives(t *testing.T) {
+	l4 := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "l4-0"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+		"nvidia.com/gpu.shared": *resource.NewQuantity(4, resource.DecimalSI)}}}
+	c := &Cluster{Client: fake.NewClientset()}
+	mk := func(res string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "tenant-b"},
+			Spec: corev1.PodSpec{NodeName: "l4-0", Containers: []corev1.Container{gpuContainer("main", res, 1)}}}
+	}
+	ctx := context.Background()
+	assert.True(t, c.holdsOnNode(ctx, mk("nvidia.com/gpu.shared"), l4), "the device plugin's resource, advertised")
+	assert.False(t, c.holdsOnNode(ctx, mk("nvidia.com/mig-1g.5gb"), l4), "a device plugin resource the node does not advertise is dropped")
+	implicit := mk("deviceclass.resource.kubernetes.io/mig.nvidia.com")
+	assert.False(t, c.holdsOnNode(ctx, implicit, l4), "bound by nodeName: no claim was made for the implicit resource")
+	implicit.Status.ExtendedResourceClaimStatus = &corev1.PodExtendedResourceClaimStatus{ResourceClaimName: "p-extended-resources-x"}
+	assert.True(t, c.holdsOnNode(ctx, implicit, l4), "placed by the scheduler, which made its claim")
+	assert.True(t, c.holdsOnNode(ctx, mk("nvidia.com/mig-1g.5gb"), nil), "no node to read: held, erring toward a violation")
 }

@@ -136,7 +136,7 @@ var (
 		},
 		Place: true,
 		Placed: func(ctx context.Context, p *corev1.Pod, n Node, onNode []*corev1.Pod, c *Cluster) string {
-			return TrustViolation(p, n, onNode, c.DomainOf, func(q *corev1.Pod) bool { return c.holdsOnNode(ctx, q) })
+			return TrustViolation(p, n, onNode, c.DomainOf, func(q *corev1.Pod) bool { return c.holdsOnNode(ctx, q, n.Node) })
 		},
 	}
 	ImagesPinnedRule = Rule{
