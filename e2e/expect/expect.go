@@ -470,13 +470,12 @@ func PodReachesUnless(ctx context.Context, cs kubernetes.Interface, ns, name, wh
 		pod = p
 		ok, seen := cond(p)
 		if !ok {
-			if why, never := stuck(p); never {
-				return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
+			why, shown := stuck(p)
+			if !shown && never != nil {
+				why, shown = never(p)
 			}
-			if never != nil {
-				if why, shown := never(p); shown {
-					return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
-				}
+			if shown {
+				return false, "", fmt.Errorf("expected pod %s/%s to %s, but %s: %s", ns, name, what, why, Describe(p))
 			}
 		}
 		if !ok && p.Spec.NodeName == "" {

@@ -101,8 +101,9 @@ func TestKubeletRejectsSharedRequestOverOne(t *testing.T) {
 			if _, err := expect.Scheduled(ctx, r.Client, pod.Namespace, pod.Name); err != nil {
 				t.Fatal(err)
 			}
-			// The kubelet admits a pod once, before it starts it: one that
-			// runs was admitted, and no wait changes that.
+			// The kubelet admits a pod once, before it starts it
+			// (kubelet-facts §1.3): one that runs was admitted, and no wait
+			// changes that.
 			if _, err := expect.PodReachesUnless(ctx, r.Client, pod.Namespace, pod.Name, "be rejected by the kubelet (phase Failed, reason UnexpectedAdmissionError)", harness.RealNodeTimeout, func(p *corev1.Pod) (bool, string) {
 				return p.Status.Phase == corev1.PodFailed && p.Status.Reason == "UnexpectedAdmissionError", expect.Describe(p)
 			}, func(p *corev1.Pod) (string, bool) {
