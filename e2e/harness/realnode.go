@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ const RealNodeTimeout = 90 * time.Second
 
 // EnlistTimeout bounds the wait for a real kubelet to advertise a new
 // device plugin's resource: registration is immediate and the next node
-// status update (every 10 s by default) carries it. 30 s ran out once,
+// status update carries it (kubelet-facts §6; every second on the kind
+// node gpupool makes, 10 s by default). 30 s ran out once,
 // in make test with the mutants beside the kind path on two cores, the
 // kind apiserver's answers themselves past their deadline.
 const EnlistTimeout = 60 * time.Second
@@ -139,6 +141,7 @@ func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *
 		}
 		return advertised, restore, nil
 	}
+	never := r.pluginNeverServes(before, labels, annotations)
 	err = wait.For(ctx, fmt.Sprintf("the kubelet of %s to advertise %s", node, resource), EnlistTimeout, func(ctx context.Context) (bool, string, error) {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
@@ -146,7 +149,14 @@ func (r *Run) EnlistRealNode(ctx context.Context, node string, p fleet.Pool, d *
 		}
 		q := n.Status.Allocatable[corev1.ResourceName(resource)]
 		advertised = q.Value()
-		return advertised > 0, fmt.Sprintf("allocatable %s=%d", resource, advertised), nil
+		seen := fmt.Sprintf("allocatable %s=%d", resource, advertised)
+		// Waiting out the budget would only repeat what the cluster shows
+		// once the candidate's config says it lasts.
+		if down := n.Annotations[fakegpu.AnnotationPluginError]; advertised == 0 && never != "" && down != "" {
+			return false, seen, fmt.Errorf("it never will: no device plugin serves the node (%s: %q), and under the candidate's GPU Operator config none serves a node of pool %s (%s)",
+				fakegpu.AnnotationPluginError, down, p.Name, never)
+		}
+		return advertised > 0, seen, nil
 	})
 	if err != nil {
 		_ = restore(ctx)
@@ -183,4 +193,36 @@ func (r *Run) patchNode(ctx context.Context, node string, patch map[string]any) 
 	}
 	_, err = r.Client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, b, metav1.PatchOptions{})
 	return err
+}
+
+// pluginNeverServes says why, under the candidate's GPU Operator config,
+// no device plugin serves the node once enlisting set labels and
+// annotations on it ("" when one does, or the run holds no config): the
+// settled outcome the simulated stack computes for such a node, from the
+// plan's files by the same pure function the node's plugin runs. A
+// passing state (a plugin pod down, a MIG change under way) is not in it.
+func (r *Run) pluginNeverServes(before *corev1.Node, labels, annotations map[string]any) string {
+	if r.Plan == nil || r.Stack == nil {
+		return ""
+	}
+	merged := func(have map[string]string, set map[string]any) map[string]string {
+		out := maps.Clone(have)
+		if out == nil {
+			out = map[string]string{}
+		}
+		for k, v := range set {
+			if s, ok := v.(string); ok {
+				out[k] = s
+			}
+		}
+		return out
+	}
+	inv, isGPU, err := fakegpu.Inventory(merged(before.Annotations, annotations))
+	if !isGPU || err != nil {
+		return ""
+	}
+	if res := r.Stack.Node(merged(before.Labels, labels), inv); res.Err != nil {
+		return res.Err.Error()
+	}
+	return ""
 }
