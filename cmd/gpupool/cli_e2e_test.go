@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -36,10 +37,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/plan"
 	"github.com/gpupool/gpupool/e2e/runner"
+	"github.com/gpupool/gpupool/e2e/scale"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/reports"
 )
@@ -618,7 +622,7 @@ func TestScaleRunCatchesABrokenPool(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(data, &report))
 	require.Len(t, report.Runs, 1)
-	require.Len(t, report.Runs[0].Result.Phases, 3, "burst, churn and fill all ran: a pool the broken candidate filled does not stop the fill")
+	require.Len(t, report.Runs[0].Result.Phases, 4, "burst, churn, fill and scale-up all ran: a pool the broken candidate filled does not stop the fill")
 	burst := report.Runs[0].Result.Phases[0].Contract.ByRule
 	assert.NotZero(t, burst["deliberately unschedulable pods stay Pending for the contract's reason"], "%v", burst)
 	assert.Equal(t, len(burst), 1, "only the broken rule fails: %v", burst)
@@ -912,8 +916,10 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	// A scale run on the same cluster: its pods stay on its own nodes (the
 	// cluster's CPU nodes would take the CPU pool's), and it leaves
 	// nothing behind.
+	// Without the autoscale phase: its autoscaler is the one gpupool runs
+	// beside a cluster it makes, and here the cluster's own would decide.
 	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
-		"--fleets", "fleets/scale-200.yaml", "--workload", "workloads/correctness.yaml", "--out", t.TempDir())
+		"--fleets", "fleets/scale-200.yaml", "--workload", withoutAutoscale(t, dir, "correctness.yaml"), "--out", t.TempDir())
 	require.Equal(t, 0, sr.exit)
 	assert.Contains(t, sr.stderr, "200 simulated nodes joined")
 	assert.Contains(t, sr.stderr, "phase burst: 1000 pods created")
@@ -922,6 +928,35 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	assert.NotContains(t, sr.stdout, "control plane peak RSS", "no figure for a control plane that is not this machine's")
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the scale run left objects behind, or removed some")
 	assertNoKwokOf(t, "") // any run's: nothing else runs beside this test
+}
+
+// withoutAutoscale writes the built-in workload name without its
+// autoscale phases and the mix entries only they draw (read back through
+// the project's loader), and returns its path.
+func withoutAutoscale(t *testing.T, dir, name string) string {
+	t.Helper()
+	w, err := scale.LoadWorkload(filepath.Join(repoRoot, "manifests", "workloads", name))
+	require.NoError(t, err)
+	dropAutoscale(t, w)
+	w.Metadata.Name += "-fixed-pools"
+	b, err := yaml.Marshal(w)
+	require.NoError(t, err)
+	path := filepath.Join(dir, w.Metadata.Name+".yaml")
+	require.NoError(t, os.WriteFile(path, b, 0o644))
+	_, err = scale.LoadWorkload(path)
+	require.NoError(t, err, "the workload without its autoscale phases must be valid")
+	return path
+}
+
+// dropAutoscale takes out of w, a workload for scale-200, its autoscale
+// phases and the mix entries only they draw.
+func dropAutoscale(t *testing.T, w *scale.Workload) {
+	t.Helper()
+	pl, err := plan.Prepare(filepath.Join(repoRoot, "manifests", "fleets", "scale-200.yaml"), "")
+	require.NoError(t, err)
+	pools := runner.PoolInfos(pl)
+	w.Spec.Phases = slices.DeleteFunc(w.Spec.Phases, scale.Phase.Autoscale)
+	w.Spec.Mix = slices.DeleteFunc(w.Spec.Mix, func(m scale.MixEntry) bool { return pools[m.Pool].Autoscaled })
 }
 
 // cpuOnlyFleet writes a fleet of two CPU nodes into dir: a cluster the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -118,6 +119,11 @@ func scaleCommand() *cobra.Command {
 			}
 			if err := scale.CheckPools(w, runner.PoolInfos(pl)); err != nil {
 				return err
+			}
+			if i := slices.IndexFunc(w.Spec.Phases, scale.Phase.Autoscale); i >= 0 && existing != nil {
+				// Karpenter runs beside a cluster gpupool makes; in
+				// someone else's, the autoscaler is theirs.
+				return fmt.Errorf("workload %s: spec.phases[%d] (%s): an autoscale phase needs the autoscaler gpupool runs beside a cluster it makes, and --kubeconfig names one it did not", w.File, i, w.Spec.Phases[i].Name)
 			}
 			if sizes != nil {
 				for j := range w.Spec.Phases {

@@ -65,16 +65,7 @@ type ScaleRun struct {
 
 // PoolInfos describes the fleet's pools for workload validation.
 func PoolInfos(pl *plan.Plan) map[string]scale.PoolInfo {
-	r := &harness.Run{Plan: pl}
-	out := map[string]scale.PoolInfo{}
-	for _, p := range pl.Fleet.Spec.Pools {
-		info := scale.PoolInfo{GPU: p.GPU(), DRA: p.GPU() && p.DRA != nil}
-		if p.GPU() {
-			info.Resource, _ = r.IntendedResource(p)
-		}
-		out[p.Name] = info
-	}
-	return out
+	return scale.PoolInfos(pl.Fleet, pl)
 }
 
 // scaleUp tunes bring-up for fleets of thousands of nodes.

@@ -168,7 +168,7 @@ func checkContract(fl *fleet.Fleet, w *Workload, expected []string, nodes []core
 // slicing, MPS, and DRA's consumable shares (several claims on a device).
 func sharedPools(fl *fleet.Fleet) map[string]bool {
 	out := map[string]bool{}
-	for _, p := range fl.Spec.Pools {
+	for _, p := range allPools(fl) {
 		if m := p.Mode(); m == fleet.ModeTimeSlicing || m == fleet.ModeMPS || (p.DRA != nil && p.DRA.ConsumableShares != "") {
 			out[p.Name] = true
 		}
@@ -323,13 +323,22 @@ func (d *draState) checkClaims(c *Contract, p *corev1.Pod, node string, claimPod
 func namespaceTrust(fl *fleet.Fleet, nss []corev1.Namespace) map[string]string {
 	out := map[string]string{}
 	for _, ns := range nss {
-		for _, p := range fl.Spec.Pools {
+		for _, p := range allPools(fl) {
 			for _, d := range p.TrustDomains {
 				if labels.SelectorFromSet(d.Labels).Matches(labels.Set(ns.Labels)) {
 					out[ns.Name] = d.Name
 				}
 			}
 		}
+	}
+	return out
+}
+
+// allPools are the fleet's pools, fixed and autoscaled.
+func allPools(fl *fleet.Fleet) []fleet.Pool {
+	out := slices.Clone(fl.Spec.Pools)
+	for _, ap := range fl.Spec.AutoscaledPools {
+		out = append(out, ap.Pool)
 	}
 	return out
 }

@@ -71,6 +71,19 @@ func (p *podTimes) bound(key string, at time.Time) {
 	p.mu.Unlock()
 }
 
+// lastBound is when the last of keys was seen bound (false: none was).
+func (p *podTimes) lastBound(keys []string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var last time.Time
+	for _, k := range keys {
+		if s, ok := p.scheduled[k]; ok && s.After(last) {
+			last = s
+		}
+	}
+	return last, !last.IsZero()
+}
+
 func (p *podTimes) scheduledCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

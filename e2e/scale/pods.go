@@ -40,6 +40,9 @@ type template struct {
 	// claims: a claim entry's ResourceClaimTemplate, one per namespace
 	// its pods go to, created before the first phase.
 	claims []*resourcev1.ResourceClaimTemplate
+	// autoscaled: the entry is on an autoscaled pool, whose pods only
+	// autoscale phases create.
+	autoscaled bool
 }
 
 // PodClaim is the name a claim pod gives its claim (spec.resourceClaims).
@@ -82,10 +85,12 @@ func classFor(classes []resourcev1.DeviceClass, resource string) (string, error)
 	return mapping[0].Name, nil
 }
 
-// Resolver says which resource a GPU pool's tenants are told to request
-// and which namespace belongs to a trust domain (the harness knows both).
+// Resolver says which resource a GPU pool's tenants are told to request,
+// how many of it a node of the pool advertises, and which namespace
+// belongs to a trust domain (the harness knows all three).
 type Resolver interface {
 	IntendedResource(p fleet.Pool) (string, error)
+	Intended(p fleet.Pool) (string, int64, error)
 	TrustNamespace(ctx context.Context, d fleet.TrustDomain) (string, error)
 }
 
@@ -95,13 +100,19 @@ func buildTemplates(ctx context.Context, w *Workload, fl *fleet.Fleet, res Resol
 	var out []template
 	for i, m := range w.Spec.Mix {
 		p, ok := fl.Pool(m.Pool)
+		autoscaled := false
 		if !ok {
-			return nil, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool)
+			var ap fleet.AutoscaledPool
+			ap, autoscaled = fl.AutoscaledPool(m.Pool)
+			p, ok = ap.Pool, autoscaled
+		}
+		if !ok {
+			return nil, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q, fixed or autoscaled", w.File, i, m.Pool)
 		}
 		if m.Claim() && (!p.GPU() || p.DRA == nil) {
 			return nil, fmt.Errorf("workload %s: spec.mix[%d].shape: claim needs a pool whose GPUs DRA serves; pool %s has no dra: in the fleet", w.File, i, m.Pool)
 		}
-		t := template{entry: i}
+		t := template{entry: i, autoscaled: autoscaled}
 		domains := []*fleet.TrustDomain{nil}
 		if len(p.TrustDomains) > 0 {
 			domains = nil

@@ -25,6 +25,9 @@ import (
 type resolver struct{}
 
 func (resolver) IntendedResource(fleet.Pool) (string, error) { return fakegpu.ResourceGPU, nil }
+func (resolver) Intended(p fleet.Pool) (string, int64, error) {
+	return fakegpu.ResourceGPU, int64(p.GPUsPerNode), nil
+}
 func (resolver) TrustNamespace(_ context.Context, d fleet.TrustDomain) (string, error) {
 	return "tenant-" + d.Name, nil
 }

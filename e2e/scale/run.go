@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -94,7 +95,7 @@ type BringUp struct {
 // PhaseResult is one phase's figures.
 type PhaseResult struct {
 	Name    string `json:"name"`
-	Kind    string `json:"kind"` // burst, churn or fill
+	Kind    string `json:"kind"` // burst, churn, fill or autoscale
 	Created int    `json:"created"`
 	Deleted int    `json:"deleted"`
 	// DeletedUnbound: churn deleted them before they were bound, a sign
@@ -120,6 +121,8 @@ type PhaseResult struct {
 	FullPools []string `json:"fullPools,omitempty"`
 	// Threshold is the phase's, kept with the figures it is held against.
 	Threshold *PhaseThreshold `json:"threshold,omitempty"`
+	// Autoscale: an autoscale phase's nodes and times.
+	Autoscale *AutoscaleResult `json:"autoscale,omitempty"`
 }
 
 // Runner drives one workload on a provisioned cluster.
@@ -144,6 +147,16 @@ type Runner struct {
 	// check reads their claims and devices, and the first phase waits
 	// for their devices to be published.
 	draPools map[string]bool
+	// cycles are the orders phases draw mix entries in: [0] the fixed
+	// pools' entries, [1] the autoscaled pools', for autoscale phases.
+	cycles [2][]int
+	// next is each entry's count of pods so far: its trust domains take
+	// them in turn.
+	next []atomic.Int64
+	// needs are each autoscale phase's pods and nodes per NodePool, by
+	// index into spec.phases.
+	needs map[int][]AutoscaledPoolResult
+	made  madeNodes
 }
 
 // NewRunner prepares pod templates and namespaces.
@@ -191,8 +204,15 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if err := ensureClaimTemplates(ctx, cs, tmpl); err != nil {
 		return nil, err
 	}
+	needs, err := autoscaleNeeds(w, PoolInfos(fl, res))
+	if err != nil {
+		return nil, err
+	}
 	r := &Runner{cs: cs, fl: fl, w: w, opt: opt, runID: runID, tmpl: tmpl, times: newPodTimes(), claims: newClaimTimes(), nodesStop: make(chan struct{}),
-		draPools: draPoolsOf(fl, w)}
+		draPools: draPoolsOf(fl, w), needs: needs, next: make([]atomic.Int64, len(tmpl))}
+	for i, auto := range []bool{false, true} {
+		r.cycles[i] = cycleOf(w.Spec.Mix, func(e int) bool { return tmpl[e].autoscaled == auto })
+	}
 	if opt.ProfileDir != "" {
 		r.prof = newProfiler(opt.ProfileDir, fl.Metadata.Name, cs, opt.ClusterDir, opt.Log)
 	}
@@ -223,11 +243,11 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 	if err := r.waitDRAPublished(ctx); err != nil {
 		return res, err
 	}
-	for _, ph := range r.w.Spec.Phases {
+	for i, ph := range r.w.Spec.Phases {
 		if r.opt.Phase != nil {
 			r.opt.Phase("scale: fleet %s (%d nodes), phase %s (%s)", r.fl.Metadata.Name, bringUp.Nodes, ph.Name, ph.Opcode)
 		}
-		pr, err := r.phase(ctx, ph)
+		pr, err := r.phase(ctx, i, ph)
 		if err != nil {
 			return res, fmt.Errorf("phase %s: %w", ph.Name, err)
 		}
@@ -239,6 +259,11 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 			for _, f := range pr.FullPools {
 				r.opt.Log("phase %s: stopped placing %s", pr.Name, f)
 			}
+			continue
+		}
+		if a := pr.Autoscale; a != nil {
+			r.opt.Log("phase %s: %d pods created for autoscaled pools, first node after %.1fs, %d of them scheduled after %.1fs, %d nodes made for %d needed, %d contract violations",
+				pr.Name, pr.Created, a.FirstNodeSeconds, pr.Created-a.Unscheduled, a.AllScheduledSeconds, a.NodesCreated, a.NodesNeeded, pr.Contract.Violations)
 			continue
 		}
 		claims := ""
@@ -292,6 +317,12 @@ func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 		if !ok {
 			return
 		}
+		if np := n.Labels[autoscaler.LabelNodePool]; np != "" {
+			// Not the fleet's: born NotReady, and counted by the
+			// autoscale phase that asked for it.
+			r.made.seen(n.Name, np, time.Now())
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if fleet.NodeReady(n) {
@@ -342,9 +373,19 @@ func (r *Runner) startInformers(ctx context.Context, stop chan struct{}) error {
 }
 
 // newPod returns the i-th pod of a phase, following the mix.
-func (r *Runner) newPod(phase string, i int) *corev1.Pod {
-	pod, _ := r.podOf(phase, r.w.Pick(i))
+func (r *Runner) newPod(ph Phase, i int) *corev1.Pod {
+	pod, _ := r.podOf(ph.Name, r.pick(ph, i))
 	return pod
+}
+
+// pick is the mix entry of a phase's i-th pod: autoscale phases draw the
+// autoscaled pools' entries, the others the fixed pools'.
+func (r *Runner) pick(ph Phase, i int) int {
+	c := r.cycles[0]
+	if ph.Autoscale() {
+		c = r.cycles[1]
+	}
+	return c[i%len(c)]
 }
 
 // podOf returns a new pod of mix entry entry, and the template it copies
@@ -352,7 +393,7 @@ func (r *Runner) newPod(phase string, i int) *corev1.Pod {
 func (r *Runner) podOf(phase string, entry int) (pod, template *corev1.Pod) {
 	t := r.tmpl[entry]
 	n := r.seq.Add(1)
-	template = t.pods[int(n)%len(t.pods)]
+	template = t.pods[int(r.next[entry].Add(1)-1)%len(t.pods)]
 	pod = template.DeepCopy()
 	pod.Name = fmt.Sprintf("%s-%s-%d", r.runID, phase, n)
 	pod.Labels[LabelPhase] = phase
@@ -365,7 +406,7 @@ func (r *Runner) create(ctx context.Context, pod *corev1.Pod) error {
 	return err
 }
 
-func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
+func (r *Runner) phase(ctx context.Context, index int, ph Phase) (*PhaseResult, error) {
 	pr := &PhaseResult{Name: ph.Name, Kind: ph.Kind(), Threshold: ph.Threshold}
 	before, err := scrapeAPIServer(ctx, r.cs)
 	if err != nil {
@@ -489,7 +530,36 @@ func (r *Runner) phase(ctx context.Context, ph Phase) (*PhaseResult, error) {
 		pr.APIMutating = after.since(before).summary()
 	}
 	pr.Contract = r.contract(ctx)
+	if ph.Autoscale() {
+		pr.Autoscale = r.autoscaleResult(index, start, keys, pr.Seconds)
+	}
 	return pr, nil
+}
+
+// autoscaleResult is what an autoscale phase that began at start measured
+// of the nodes made for it and of its pods (keys), which it waited for
+// for waited seconds.
+func (r *Runner) autoscaleResult(index int, start time.Time, keys []string, waited float64) *AutoscaleResult {
+	made, first := r.made.since(start)
+	a := &AutoscaleResult{Pools: slices.Clone(r.needs[index]), AllScheduledSeconds: waited}
+	if !first.IsZero() {
+		a.FirstNodeSeconds = first.Sub(start).Seconds()
+	}
+	for i := range a.Pools {
+		p := &a.Pools[i]
+		p.NodesCreated = made[p.NodePool]
+		a.NodesNeeded += p.NodesNeeded
+	}
+	// Every node made since, whatever its NodePool: a node another pool's
+	// NodePool made for these pods is one too many.
+	for _, n := range made {
+		a.NodesCreated += n
+	}
+	a.Unscheduled = len(keys) - r.times.settled(keys)
+	if last, ok := r.times.lastBound(keys); ok && a.Unscheduled == 0 {
+		a.AllScheduledSeconds = last.Sub(start).Seconds()
+	}
+	return a
 }
 
 // profileSeconds is how long a burst's CPU profiles run.
@@ -531,7 +601,7 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 	if ph.LivePodsPerNode > 0 {
 		count = max(0, ph.LivePodsPerNode*len(r.nodes.GetStore().ListKeys())-r.live())
 	}
-	next := func(i int) (*corev1.Pod, error) { return r.newPod(ph.Name, i), nil }
+	next := func(i int) (*corev1.Pod, error) { return r.newPod(ph, i), nil }
 	if ph.Fill() {
 		var nodes []*corev1.Node
 		for _, o := range r.nodes.GetStore().List() {
@@ -545,14 +615,14 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 		pick := 0
 		full := map[int]bool{} // mix entries whose nodes have no room left
 		placeable := 0
-		for _, want := range r.expected {
-			if want == "" {
+		for i, want := range r.expected {
+			if want == "" && !r.tmpl[i].autoscaled {
 				placeable++
 			}
 		}
 		next = func(int) (*corev1.Pod, error) {
 			for {
-				entry := r.w.Pick(pick)
+				entry := r.pick(ph, pick)
 				pick++
 				if r.expected[entry] != "" || full[entry] {
 					if len(full) == placeable {
@@ -640,7 +710,7 @@ func (r *Runner) churn(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 			return int(deleted.Load()), int(unbound.Load()), ctx.Err()
 		case <-tick.C:
 		}
-		pod := r.newPod(ph.Name, i)
+		pod := r.newPod(ph, i)
 		live = append(live, pod)
 		var victim *corev1.Pod
 		if len(live) > keep {

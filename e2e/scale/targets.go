@@ -78,15 +78,26 @@ func memoryAt(t *MemoryThreshold, nodes, pods int) *held {
 	return &held{"≤ " + num(lim) + " GiB" + describe(t.Scope), atMost(lim)}
 }
 
-func countAt(t *CountThreshold, nodes, pods int) *held {
+// countAt's zero says what a maximum of 0 means ("" : nothing more).
+func countAt(t *CountThreshold, nodes, pods int, zero string) *held {
 	if t == nil || t.Max == nil || !t.Covers(nodes, pods) {
 		return nil
 	}
 	target := "≤ " + strconv.Itoa(*t.Max) + describe(t.Scope)
-	if *t.Max == 0 {
-		target = "0 (held Ready)" + describe(t.Scope)
+	if *t.Max == 0 && zero != "" {
+		target = "0 (" + zero + ")" + describe(t.Scope)
 	}
 	return &held{target, atMost(float64(*t.Max))}
+}
+
+// missed is h for a figure that stands for something that never happened
+// (no node came, a pod was never scheduled): whatever its value, the
+// target is not met.
+func missed(h *held) *held {
+	if h == nil {
+		return nil
+	}
+	return &held{h.target, func(float64) bool { return false }}
 }
 
 func atMost(limit float64) func(float64) bool  { return func(v float64) bool { return v <= limit } }
@@ -137,7 +148,7 @@ func Figures(label string, r *Result) []Figure {
 	nodes, pods := r.Nodes, r.PeakLivePods
 	add("nodes created and Ready", r.NodeBringUp.ReadySeconds, "s", latencyAt(wt.NodesReady, nodes, pods), "KWOK CI: 5,000 nodes in 60 s")
 	add("node bring-up rate", r.NodeBringUp.NodesPerSecond, "nodes/s", nil, "")
-	add("most nodes NotReady at once after bring-up", float64(r.NodesNotReadyMax), "nodes", countAt(wt.NodesNotReady, nodes, pods), "")
+	add("most nodes NotReady at once after bring-up", float64(r.NodesNotReadyMax), "nodes", countAt(wt.NodesNotReady, nodes, pods, "held Ready"), "")
 	for _, ph := range r.Phases {
 		t := ph.Threshold
 		if t == nil {
@@ -159,6 +170,27 @@ func Figures(label string, r *Result) []Figure {
 			add(ph.Name+" SchedulingThroughput Perc90", ph.SchedulingThroughput.Perc90, "pods/s", nil, "")
 			add(ph.Name+" SchedulingThroughput Perc99", ph.SchedulingThroughput.Perc99, "pods/s", nil, "")
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "SLO pod startup p99 ≤ 5 s")
+		case KindAutoscale:
+			a := ph.Autoscale
+			if a == nil {
+				a = &AutoscaleResult{}
+			}
+			first, all := latencyAt(t.FirstNode, nodes, created), latencyAt(t.AllScheduled, nodes, created)
+			if a.NodesCreated == 0 {
+				first = missed(first)
+			}
+			if a.Unscheduled > 0 {
+				all = missed(all)
+			}
+			var perPool []string
+			for _, p := range a.Pools {
+				perPool = append(perPool, fmt.Sprintf("%s %d of %d", p.NodePool, p.NodesCreated, p.NodesNeeded))
+			}
+			add(ph.Name+" time to first node", a.FirstNodeSeconds, "s", first, "from the first Pending pod to the first node the autoscaler made")
+			add(ph.Name+" time until every pod scheduled", a.AllScheduledSeconds, "s", all, fmt.Sprintf("%d of %d pods scheduled", created-a.Unscheduled, created))
+			add(ph.Name+" nodes created", float64(a.NodesCreated), "nodes", nil, fmt.Sprintf("%d needed (%s)", a.NodesNeeded, strings.Join(perPool, ", ")))
+			add(ph.Name+" nodes beyond those needed", float64(max(a.NodesCreated-a.NodesNeeded, 0)), "nodes", countAt(t.NodesOverNeeded, nodes, created, ""), "each pool's nodes filled to its design")
+			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "")
 		default:
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "SLO pod startup p99 ≤ 5 s")
 			add(ph.Name+" create→scheduled Perc50", ph.CreateToScheduled.Perc50, "s", nil, "")

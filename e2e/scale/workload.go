@@ -36,9 +36,10 @@ const (
 
 // Opcodes of a phase (v1alpha1's), which results also name phases by.
 const (
-	KindBurst = v1alpha1.OpcodeBurst
-	KindChurn = v1alpha1.OpcodeChurn
-	KindFill  = v1alpha1.OpcodeFill
+	KindBurst     = v1alpha1.OpcodeBurst
+	KindChurn     = v1alpha1.OpcodeChurn
+	KindFill      = v1alpha1.OpcodeFill
+	KindAutoscale = v1alpha1.OpcodeAutoscale
 )
 
 // Bounds of a phase (v1alpha1's).
@@ -86,14 +87,31 @@ func ParseWorkload(data []byte) (*Workload, error) { return v1alpha1.DecodeWorkl
 // does not have, or shapes a pool's design cannot take. An untolerated
 // pod for a pool whose taints a candidate removed is not an error: that
 // it lands is the finding.
+//
+// An entry on an autoscaled pool is for autoscale phases alone, and the
+// other phases create pods for fixed pools alone: each phase needs
+// entries of its kind, and each entry a phase that creates its pods.
 func CheckPools(w *Workload, pools map[string]PoolInfo) error {
 	var errs []error
 	fill := slices.IndexFunc(w.Spec.Phases, Phase.Fill)
+	autoscale := slices.IndexFunc(w.Spec.Phases, Phase.Autoscale)
+	var fixed, autoscaled int
 	for i, m := range w.Spec.Mix {
 		info, ok := pools[m.Pool]
+		if ok && info.Autoscaled {
+			autoscaled++
+		} else if ok {
+			fixed++
+		}
 		switch {
 		case !ok:
-			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q", w.File, i, m.Pool))
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: the fleet has no pool %q, fixed or autoscaled", w.File, i, m.Pool))
+		case info.Autoscaled && m.Shape != "" && m.Shape != ShapeWellFormed:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: %s on autoscaled pool %s: an autoscale phase measures scale-up for pods their pool is designed for, so its entries take only %s pods", w.File, i, m.Shape, m.Pool, ShapeWellFormed))
+		case info.Autoscaled && autoscale < 0:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: %s is an autoscaled pool, whose pods only an autoscale phase creates, and spec.phases has none", w.File, i, m.Pool))
+		case info.Autoscaled:
+			// What follows is the fixed pools'.
 		case m.Shape == ShapeWholeGPU && (!info.GPU || info.Resource == fakegpu.ResourceGPU):
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: whole-gpu needs a pool that advertises something other than %s; %s advertises %q", w.File, i, fakegpu.ResourceGPU, m.Pool, info.Resource))
 		case m.Claim() && !info.DRA:
@@ -105,14 +123,34 @@ func CheckPools(w *Workload, pools map[string]PoolInfo) error {
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: %s's GPUs are served by DRA, which only the scheduler allocates, and spec.phases[%d] (%s) is a fill, which binds pods by nodeName", w.File, i, m.Pool, fill, w.Spec.Phases[fill].Name))
 		}
 	}
+	if _, err := autoscaleNeeds(w, pools); err != nil {
+		errs = append(errs, err)
+	}
+	for i, ph := range w.Spec.Phases {
+		switch {
+		case ph.Autoscale() && autoscaled == 0:
+			errs = append(errs, fmt.Errorf("workload %s: spec.phases[%d] (%s): an autoscale phase creates pods for the fleet's autoscaled pools, and no spec.mix entry names one", w.File, i, ph.Name))
+		case !ph.Autoscale() && fixed == 0:
+			errs = append(errs, fmt.Errorf("workload %s: spec.phases[%d] (%s): a %s phase creates pods for fixed pools, and every spec.mix entry names an autoscaled pool", w.File, i, ph.Name, ph.Opcode))
+		}
+	}
 	return errors.Join(errs...)
 }
 
 // PoolInfo is what the workload needs to know of a pool.
 type PoolInfo struct {
-	GPU bool
+	// Autoscaled: one of the fleet's autoscaledPools, at zero nodes until
+	// an autoscaler makes some.
+	Autoscaled bool
+	GPU        bool
 	// Resource is what the pool's design advertises.
 	Resource string
 	// DRA: NVIDIA's DRA driver serves the pool's GPUs (dra: in the fleet).
 	DRA bool
+	// PerNode: an autoscaled pool's, the count of Resource one node of its
+	// design advertises (the pods of one GPU each it takes).
+	PerNode int64
+	// Domains: an autoscaled pool's, where its pods go, in the fleet's
+	// order of its trust domains (one, unnamed, without domains).
+	Domains []PoolDomain
 }

@@ -283,6 +283,17 @@ func (f *Fleet) Pool(name string) (Pool, bool) {
 	return Pool{}, false
 }
 
+// AutoscaledPool returns the named autoscaled pool as the fleet declares
+// it (split into trust domains, if it is, unlike Autoscaled).
+func (f *Fleet) AutoscaledPool(name string) (AutoscaledPool, bool) {
+	for _, p := range f.Spec.AutoscaledPools {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return AutoscaledPool{}, false
+}
+
 // PoolsWithMode returns the GPU pools designed for a sharing mode.
 func (f *Fleet) PoolsWithMode(mode string) []Pool {
 	var out []Pool

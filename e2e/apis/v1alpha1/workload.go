@@ -86,11 +86,11 @@ func (m MixEntry) Claim() bool { return m.Shape == ShapeClaim }
 // Phase creates pods; its Opcode says how, as scheduler_perf's opcode
 // does, and which of the other fields it reads.
 type Phase struct {
-	// Opcode: burst, churn or fill. Required.
+	// Opcode: burst, churn, fill or autoscale. Required.
 	Opcode string `json:"opcode"`
 	// Name names the phase in results and figures. Required.
 	Name string `json:"name"`
-	// Pods: burst and fill, how many pods to create.
+	// Pods: burst, fill and autoscale, how many pods to create.
 	Pods int `json:"pods,omitempty"`
 	// Rate: pods/s; a churn's pace (required), a burst's or fill's cap
 	// (default: as fast as the workers go).
@@ -141,9 +141,15 @@ const (
 	// kwok's, not the scheduler's. A mix with claim entries, or with
 	// entries on a DRA pool, cannot take one (Validate, scale.CheckPools).
 	OpcodeFill = "fill"
+	// OpcodeAutoscale creates Pods pods for the mix's autoscaled pools
+	// alone, which start at zero nodes: the autoscaler must make the nodes
+	// they need. Its figures are the time to the first node, the time
+	// until every pod is scheduled, and the nodes made against the nodes
+	// the pods need. The other opcodes create pods for fixed pools alone.
+	OpcodeAutoscale = "autoscale"
 )
 
-var opcodes = []string{OpcodeBurst, OpcodeChurn, OpcodeFill}
+var opcodes = []string{OpcodeBurst, OpcodeChurn, OpcodeFill, OpcodeAutoscale}
 
 // opcodeFields lists the fields each opcode reads besides opcode, name,
 // timeout, deletePending and threshold; any other set field is an error,
@@ -152,6 +158,9 @@ var opcodeFields = map[string][]string{
 	OpcodeBurst: {"pods", "livePodsPerNode", "rate"},
 	OpcodeFill:  {"pods", "livePodsPerNode", "rate"},
 	OpcodeChurn: {"rate", "duration"},
+	// Its pods come as fast as the workers go: what the autoscaler sees is
+	// a burst of Pending pods.
+	OpcodeAutoscale: {"pods"},
 }
 
 // setFields names the phase's opcode-specific fields that are set.
@@ -176,6 +185,9 @@ func (p Phase) Churn() bool { return p.Opcode == OpcodeChurn }
 
 // Fill reports whether the harness binds the phase's pods itself.
 func (p Phase) Fill() bool { return p.Opcode == OpcodeFill }
+
+// Autoscale reports whether the phase is an autoscale.
+func (p Phase) Autoscale() bool { return p.Opcode == OpcodeAutoscale }
 
 // Duration reads "60s"-style durations.
 type Duration struct {
@@ -262,6 +274,15 @@ type PhaseThreshold struct {
 	// MutatingP99: the apiserver's mutating calls' Perc99 over the phase
 	// (any opcode).
 	MutatingP99 *LatencyThreshold `json:"mutatingP99,omitempty"`
+	// FirstNode: autoscale, from the phase's first create to the first
+	// node the autoscaler made for it.
+	FirstNode *LatencyThreshold `json:"firstNode,omitempty"`
+	// AllScheduled: autoscale, from the phase's first create until its
+	// last pod is scheduled.
+	AllScheduled *LatencyThreshold `json:"allScheduled,omitempty"`
+	// NodesOverNeeded: autoscale, nodes made beyond those the phase's pods
+	// need (each pool's nodes filled to its design, within its maxNodes).
+	NodesOverNeeded *CountThreshold `json:"nodesOverNeeded,omitempty"`
 }
 
 // WorkloadThreshold is the targets of figures of the whole run.

@@ -80,6 +80,8 @@ func (w *Workload) Validate() error {
 			add("%s.rate: a churn phase needs a rate > 0", at)
 		case p.Churn() && p.Duration.Duration <= 0:
 			add("%s.duration: a churn phase needs a duration > 0", at)
+		case p.Autoscale() && p.Pods < 1:
+			add("%s.pods: an autoscale phase needs pods >= 1", at)
 		case !p.Churn() && p.Pods < 1 && p.LivePodsPerNode < 1:
 			add("%s.pods: a %s phase needs pods >= 1 or livePodsPerNode >= 1", at, p.Opcode)
 		case p.Pods > 0 && p.LivePodsPerNode > 0:
@@ -101,9 +103,10 @@ func (w *Workload) Validate() error {
 // phaseThresholds lists the thresholds each opcode has figures for: a fill
 // phase's pods skip the scheduler, so only the API's latency is its own.
 var phaseThresholds = map[string][]string{
-	OpcodeBurst: {"schedulingThroughput", "createToScheduledP99", "mutatingP99"},
-	OpcodeChurn: {"createToScheduledP99", "mutatingP99"},
-	OpcodeFill:  {"mutatingP99"},
+	OpcodeBurst:     {"schedulingThroughput", "createToScheduledP99", "mutatingP99"},
+	OpcodeChurn:     {"createToScheduledP99", "mutatingP99"},
+	OpcodeFill:      {"mutatingP99"},
+	OpcodeAutoscale: {"firstNode", "allScheduled", "nodesOverNeeded", "createToScheduledP99", "mutatingP99"},
 }
 
 func (t *PhaseThreshold) validate(at, opcode string) []error {
@@ -120,6 +123,9 @@ func (t *PhaseThreshold) validate(at, opcode string) []error {
 		{"schedulingThroughput", t.SchedulingThroughput != nil, t.SchedulingThroughput.validate(at + ".schedulingThroughput")},
 		{"createToScheduledP99", t.CreateToScheduledP99 != nil, t.CreateToScheduledP99.validate(at + ".createToScheduledP99")},
 		{"mutatingP99", t.MutatingP99 != nil, t.MutatingP99.validate(at + ".mutatingP99")},
+		{"firstNode", t.FirstNode != nil, t.FirstNode.validate(at + ".firstNode")},
+		{"allScheduled", t.AllScheduled != nil, t.AllScheduled.validate(at + ".allScheduled")},
+		{"nodesOverNeeded", t.NodesOverNeeded != nil, t.NodesOverNeeded.validate(at + ".nodesOverNeeded")},
 	} {
 		if c.set && !slices.Contains(allowed, c.name) {
 			errs = append(errs, fmt.Errorf("%s.%s: not a threshold of opcode %s (it takes %s)", at, c.name, opcode, strings.Join(allowed, ", ")))
