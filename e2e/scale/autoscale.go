@@ -37,6 +37,9 @@ type AutoscaleResult struct {
 	Unscheduled  int `json:"unscheduled"`
 	NodesCreated int `json:"nodesCreated"`
 	NodesNeeded  int `json:"nodesNeeded"`
+	// NodesOverNeeded adds up, per NodePool, the nodes made beyond those
+	// its pods need: one pool's surplus is not offset by another's lack.
+	NodesOverNeeded int `json:"nodesOverNeeded"`
 	// Pools says the same per NodePool.
 	Pools []AutoscaledPoolResult `json:"pools"`
 }
@@ -79,23 +82,26 @@ func cycleOf(mix []MixEntry, in func(int) bool) []int {
 }
 
 // autoscaleNeeds works out, for each autoscale phase (by index into
-// spec.phases), how many pods each NodePool gets and how many nodes they
-// need: each pool's nodes filled to its design (perNode pods of one GPU
-// each). Pods go to an entry's trust domains in turn, from where the
-// previous autoscale phase left off. A phase whose pods would need more
-// nodes than a pool's maxNodes is refused: its pods could never all be
-// scheduled, whatever the autoscaler did.
+// spec.phases), how many pods each NodePool gets and how many new nodes
+// they need: each pool's nodes filled to its design (perNode pods of one
+// GPU each), on top of what earlier autoscale phases' pods, still running,
+// hold. Pods go to an entry's trust domains in turn, from where the
+// previous autoscale phase left off. A phase after which a pool's pods
+// would need more nodes than its maxNodes is refused: they could never
+// all be scheduled, whatever the autoscaler did.
 func autoscaleNeeds(w *Workload, pools map[string]PoolInfo) (map[int][]AutoscaledPoolResult, error) {
 	cycle := cycleOf(w.Spec.Mix, func(i int) bool { return pools[w.Spec.Mix[i].Pool].Autoscaled })
+	type key struct {
+		pool   string
+		domain int
+	}
 	out := map[int][]AutoscaledPoolResult{}
-	next := map[int]int{} // an entry's next trust domain
+	next := map[int]int{}   // an entry's next trust domain
+	before := map[key]int{} // pods of earlier autoscale phases
+	nodes := func(pods int, perNode int64) int { return int((int64(pods) + perNode - 1) / perNode) }
 	for pi, ph := range w.Spec.Phases {
 		if !ph.Autoscale() || len(cycle) == 0 {
 			continue
-		}
-		type key struct {
-			pool   string
-			domain int
 		}
 		pods := map[key]int{}
 		for i := 0; i < ph.Pods; i++ {
@@ -111,18 +117,28 @@ func autoscaleNeeds(w *Workload, pools map[string]PoolInfo) (map[int][]Autoscale
 			info := pools[k.pool]
 			d := info.Domains[k.domain]
 			if info.PerNode < 1 {
-				return nil, fmt.Errorf("workload %s: spec.phases[%d] (%s): autoscaled pool %s's design advertises nothing a pod could ask for", w.File, pi, ph.Name, k.pool)
+				why := "advertises nothing a pod could ask for"
+				if info.DesignErr != "" {
+					why = "cannot be worked out: " + info.DesignErr
+				}
+				return nil, fmt.Errorf("workload %s: spec.phases[%d] (%s): what a node of autoscaled pool %s holds %s", w.File, pi, ph.Name, k.pool, why)
 			}
-			n := int((int64(pods[k]) + info.PerNode - 1) / info.PerNode)
-			if n > d.MaxNodes {
+			total := before[k] + pods[k]
+			if n := nodes(total, info.PerNode); n > d.MaxNodes {
 				where := "pool " + k.pool
 				if d.Name != "" {
 					where += " (trust domain " + d.Name + ")"
 				}
-				return nil, fmt.Errorf("workload %s: spec.phases[%d] (%s): %d pods for %s need %d nodes of %d pods each, and the fleet designs it to grow to maxNodes %d: lower pods or raise maxNodes",
-					w.File, pi, ph.Name, pods[k], where, n, info.PerNode, d.MaxNodes)
+				earlier := ""
+				if before[k] > 0 {
+					earlier = fmt.Sprintf(" (%d of them from earlier autoscale phases)", before[k])
+				}
+				return nil, fmt.Errorf("workload %s: spec.phases[%d] (%s): %d pods%s for %s need %d nodes of %d pods each, and the fleet designs it to grow to maxNodes %d: lower pods or raise maxNodes",
+					w.File, pi, ph.Name, total, earlier, where, n, info.PerNode, d.MaxNodes)
 			}
-			out[pi] = append(out[pi], AutoscaledPoolResult{NodePool: d.NodePool, Pool: k.pool, TrustDomain: d.Name, Pods: pods[k], NodesNeeded: n})
+			out[pi] = append(out[pi], AutoscaledPoolResult{NodePool: d.NodePool, Pool: k.pool, TrustDomain: d.Name, Pods: pods[k],
+				NodesNeeded: nodes(total, info.PerNode) - nodes(before[k], info.PerNode)})
+			before[k] = total
 		}
 	}
 	return out, nil
@@ -149,6 +165,16 @@ func (m *madeNodes) seen(node, nodePool string, at time.Time) {
 	if _, ok := m.first[node]; !ok {
 		m.first[node] = madeNode{nodePool, at}
 	}
+}
+
+// count is how many nodes were first seen at or after start.
+func (m *madeNodes) count(start time.Time) int {
+	made, _ := m.since(start)
+	n := 0
+	for _, c := range made {
+		n += c
+	}
+	return n
 }
 
 // since returns, per NodePool, the nodes first seen at or after start, and
@@ -186,7 +212,10 @@ func PoolInfos(fl *fleet.Fleet, design interface {
 	for _, ap := range fl.Spec.AutoscaledPools {
 		info := PoolInfo{Autoscaled: true, GPU: ap.GPU(), DRA: ap.GPU() && ap.DRA != nil}
 		if ap.GPU() {
-			info.Resource, info.PerNode, _ = design.Intended(ap.Pool)
+			var err error
+			if info.Resource, info.PerNode, err = design.Intended(ap.Pool); err != nil {
+				info.DesignErr = err.Error()
+			}
 		}
 		if len(ap.TrustDomains) == 0 {
 			info.Domains = []PoolDomain{{NodePool: ap.NodePool, MaxNodes: ap.MaxNodes}}

@@ -62,6 +62,10 @@ func TestCheckPoolsHoldsAutoscalePhasesToTheFleet(t *testing.T) {
 			"workload w.yaml: spec.phases[0] (b): a burst phase creates pods for fixed pools, and every spec.mix entry names an autoscaled pool"},
 		{"autoscaled entry and no autoscale", []MixEntry{{Pool: "h100", Weight: 1}, {Pool: "h100-burst", Weight: 1}}, []Phase{burst},
 			"workload w.yaml: spec.mix[1].pool: h100-burst is an autoscaled pool, whose pods only an autoscale phase creates, and spec.phases has none"},
+		{"a second phase on top of the first's pods", []MixEntry{{Pool: "h100-burst", Weight: 1}}, []Phase{up(10), up(7)},
+			"workload w.yaml: spec.phases[1] (up): 17 pods (10 of them from earlier autoscale phases) for pool h100-burst need 3 nodes of 8 pods each"},
+		{"fixed entry and only autoscale phases", []MixEntry{{Pool: "h100", Weight: 1}, {Pool: "h100-burst", Weight: 1}}, []Phase{up(1)},
+			"workload w.yaml: spec.mix[0].pool: h100 is a fixed pool, whose pods only burst, churn and fill phases create, and every phase is an autoscale"},
 		{"untolerated on an autoscaled pool", []MixEntry{{Pool: "h100-burst", Weight: 1, Shape: ShapeUntolerated}}, []Phase{up(1)},
 			"workload w.yaml: spec.mix[0].shape: untolerated on autoscaled pool h100-burst"},
 	} {
@@ -85,4 +89,35 @@ func TestMadeNodesCountFromThePhaseStart(t *testing.T) {
 	made, first := m.since(t0)
 	assert.Equal(t, map[string]int{"np": 2, "other": 1}, made)
 	assert.Equal(t, 2*time.Second, first.Sub(t0))
+}
+
+// A later autoscale phase needs only the nodes its pods add to what the
+// earlier ones' pods hold.
+func TestAutoscaleNeedsCountEarlierPhases(t *testing.T) {
+	w := &Workload{File: "w.yaml", Spec: WorkloadSpec{
+		Mix:    []MixEntry{{Pool: "h100-burst", Weight: 1}},
+		Phases: []Phase{{Opcode: KindAutoscale, Name: "one", Pods: 6}, {Opcode: KindAutoscale, Name: "two", Pods: 6}},
+	}}
+	needs, err := autoscaleNeeds(w, autoscalePools)
+	require.NoError(t, err)
+	assert.Equal(t, 1, needs[0][0].NodesNeeded)
+	assert.Equal(t, 1, needs[1][0].NodesNeeded, "12 pods need 2 nodes, one already made")
+}
+
+// Nodes beyond those needed add up per NodePool: one pool's extra node is
+// not offset by another pool's missing one.
+func TestNodesOverNeededAddUpPerNodePool(t *testing.T) {
+	start := time.Now()
+	r := &Runner{times: newPodTimes(), needs: map[int][]AutoscaledPoolResult{0: {
+		{NodePool: "np-h100", Pool: "h100-burst", Pods: 8, NodesNeeded: 1},
+		{NodePool: "np-a", Pool: "l4-burst", Pods: 2, NodesNeeded: 1},
+	}}}
+	r.made.seen("h-1", "np-h100", start.Add(time.Second))
+	r.made.seen("h-2", "np-h100", start.Add(2*time.Second))
+	r.made.seen("x-1", "np-other", start.Add(3*time.Second))
+	a := r.autoscaleResult(0, start, nil, 9)
+	assert.Equal(t, 3, a.NodesCreated)
+	assert.Equal(t, 2, a.NodesNeeded)
+	assert.Equal(t, 2, a.NodesOverNeeded, "one extra H100 node and one of a NodePool nothing needed; np-a's missing node offsets neither")
+	assert.Equal(t, time.Second, time.Duration(a.FirstNodeSeconds*float64(time.Second)))
 }

@@ -204,7 +204,14 @@ func NewRunner(ctx context.Context, cs kubernetes.Interface, fl *fleet.Fleet, w 
 	if err := ensureClaimTemplates(ctx, cs, tmpl); err != nil {
 		return nil, err
 	}
-	needs, err := autoscaleNeeds(w, PoolInfos(fl, res))
+	// The caller checked the workload against the fleet before any
+	// cluster; held here too, as a phase without entries of its kind
+	// would have nothing to draw.
+	infos := PoolInfos(fl, res)
+	if err := CheckPools(w, infos); err != nil {
+		return nil, err
+	}
+	needs, err := autoscaleNeeds(w, infos)
 	if err != nil {
 		return nil, err
 	}
@@ -491,10 +498,18 @@ func (r *Runner) phase(ctx context.Context, index int, ph Phase) (*PhaseResult, 
 	// A fixed interval: these waits read the informers' caches, which
 	// costs the apiserver nothing, and the interval is what a phase's
 	// measured end is accurate to.
+	// An autoscale phase's pods are all unschedulable until nodes come:
+	// a node made is progress too.
+	lastMade := 0
 	err = wait.Every(ctx, fmt.Sprintf("the %d schedulable pods of phase %s to be bound", len(keys), ph.Name), timeout, wait.Interval, func(context.Context) (bool, string, error) {
 		settled := r.times.settled(keys)
 		if settled != last {
 			last, lastChange = settled, time.Now()
+		}
+		if ph.Autoscale() {
+			if made := r.made.count(start); made != lastMade {
+				lastMade, lastChange = made, time.Now()
+			}
 		}
 		seen := fmt.Sprintf("%d of %d bound", settled, len(keys))
 		if settled < len(keys) && time.Since(lastChange) > stallAfter && r.allJudged(keys) {
@@ -545,15 +560,18 @@ func (r *Runner) autoscaleResult(index int, start time.Time, keys []string, wait
 	if !first.IsZero() {
 		a.FirstNodeSeconds = first.Sub(start).Seconds()
 	}
+	needed := map[string]int{}
 	for i := range a.Pools {
 		p := &a.Pools[i]
 		p.NodesCreated = made[p.NodePool]
 		a.NodesNeeded += p.NodesNeeded
+		needed[p.NodePool] += p.NodesNeeded
 	}
-	// Every node made since, whatever its NodePool: a node another pool's
-	// NodePool made for these pods is one too many.
-	for _, n := range made {
+	// Every node made since, whatever its NodePool: a node a NodePool
+	// these pods need nothing of made is one too many.
+	for np, n := range made {
 		a.NodesCreated += n
+		a.NodesOverNeeded += max(n-needed[np], 0)
 	}
 	a.Unscheduled = len(keys) - r.times.settled(keys)
 	if last, ok := r.times.lastBound(keys); ok && a.Unscheduled == 0 {
@@ -599,7 +617,7 @@ func trimIdleTail(s []float64) []float64 {
 func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) (fullPools []string, err error) {
 	count := ph.Pods
 	if ph.LivePodsPerNode > 0 {
-		count = max(0, ph.LivePodsPerNode*len(r.nodes.GetStore().ListKeys())-r.live())
+		count = max(0, ph.LivePodsPerNode*r.fleetNodes()-r.live())
 	}
 	next := func(i int) (*corev1.Pod, error) { return r.newPod(ph, i), nil }
 	if ph.Fill() {
@@ -679,6 +697,17 @@ func (r *Runner) burst(ctx context.Context, ph Phase, record func(*corev1.Pod)) 
 
 // errPoolsFull ends a fill phase early: no well-formed pod has room left.
 var errPoolsFull = errors.New("every pool of the mix is full")
+
+// fleetNodes counts the fleet's nodes, not those an autoscaler made.
+func (r *Runner) fleetNodes() int {
+	n := 0
+	for _, o := range r.nodes.GetStore().List() {
+		if o.(*corev1.Node).Labels[autoscaler.LabelNodePool] == "" {
+			n++
+		}
+	}
+	return n
+}
 
 // live counts the run's pods not being deleted.
 func (r *Runner) live() int {
@@ -820,8 +849,8 @@ func (r *Runner) contract(ctx context.Context) Contract {
 // draPoolsOf names the mix's pools whose GPUs DRA serves.
 func draPoolsOf(fl *fleet.Fleet, w *Workload) map[string]bool {
 	out := map[string]bool{}
-	for _, m := range w.Spec.Mix {
-		if p, ok := fl.Pool(m.Pool); ok && p.GPU() && p.DRA != nil {
+	for _, p := range allPools(fl) {
+		if p.GPU() && p.DRA != nil && slices.ContainsFunc(w.Spec.Mix, func(m MixEntry) bool { return m.Pool == p.Name }) {
 			out[p.Name] = true
 		}
 	}

@@ -189,7 +189,7 @@ func Figures(label string, r *Result) []Figure {
 			add(ph.Name+" time to first node", a.FirstNodeSeconds, "s", first, "from the first Pending pod to the first node the autoscaler made")
 			add(ph.Name+" time until every pod scheduled", a.AllScheduledSeconds, "s", all, fmt.Sprintf("%d of %d pods scheduled", created-a.Unscheduled, created))
 			add(ph.Name+" nodes created", float64(a.NodesCreated), "nodes", nil, fmt.Sprintf("%d needed (%s)", a.NodesNeeded, strings.Join(perPool, ", ")))
-			add(ph.Name+" nodes beyond those needed", float64(max(a.NodesCreated-a.NodesNeeded, 0)), "nodes", countAt(t.NodesOverNeeded, nodes, created, ""), "each pool's nodes filled to its design")
+			add(ph.Name+" nodes beyond those needed", float64(a.NodesOverNeeded), "nodes", countAt(t.NodesOverNeeded, nodes, created, ""), "per NodePool, each pool's nodes filled to its design")
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "")
 		default:
 			add(ph.Name+" create→scheduled Perc99", ph.CreateToScheduled.Perc99, "s", latencyAt(t.CreateToScheduledP99, nodes, created), "SLO pod startup p99 ≤ 5 s")

@@ -95,6 +95,7 @@ func CheckPools(w *Workload, pools map[string]PoolInfo) error {
 	var errs []error
 	fill := slices.IndexFunc(w.Spec.Phases, Phase.Fill)
 	autoscale := slices.IndexFunc(w.Spec.Phases, Phase.Autoscale)
+	others := slices.ContainsFunc(w.Spec.Phases, func(p Phase) bool { return !p.Autoscale() })
 	var fixed, autoscaled int
 	for i, m := range w.Spec.Mix {
 		info, ok := pools[m.Pool]
@@ -112,6 +113,8 @@ func CheckPools(w *Workload, pools map[string]PoolInfo) error {
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: %s is an autoscaled pool, whose pods only an autoscale phase creates, and spec.phases has none", w.File, i, m.Pool))
 		case info.Autoscaled:
 			// What follows is the fixed pools'.
+		case !others:
+			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].pool: %s is a fixed pool, whose pods only burst, churn and fill phases create, and every phase is an autoscale", w.File, i, m.Pool))
 		case m.Shape == ShapeWholeGPU && (!info.GPU || info.Resource == fakegpu.ResourceGPU):
 			errs = append(errs, fmt.Errorf("workload %s: spec.mix[%d].shape: whole-gpu needs a pool that advertises something other than %s; %s advertises %q", w.File, i, fakegpu.ResourceGPU, m.Pool, info.Resource))
 		case m.Claim() && !info.DRA:
@@ -153,4 +156,7 @@ type PoolInfo struct {
 	// Domains: an autoscaled pool's, where its pods go, in the fleet's
 	// order of its trust domains (one, unnamed, without domains).
 	Domains []PoolDomain
+	// DesignErr says why Resource and PerNode could not be worked out
+	// from the pool's design ("" when they were).
+	DesignErr string
 }

@@ -269,7 +269,8 @@ func (s Scope) Covers(nodes, pods int) bool {
 type PhaseThreshold struct {
 	// SchedulingThroughput: the Average, pods/s (burst).
 	SchedulingThroughput *ThroughputThreshold `json:"schedulingThroughput,omitempty"`
-	// CreateToScheduledP99: create→scheduled Perc99 (burst, churn).
+	// CreateToScheduledP99: create→scheduled Perc99 (burst, churn,
+	// autoscale).
 	CreateToScheduledP99 *LatencyThreshold `json:"createToScheduledP99,omitempty"`
 	// MutatingP99: the apiserver's mutating calls' Perc99 over the phase
 	// (any opcode).
