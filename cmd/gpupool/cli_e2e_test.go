@@ -41,7 +41,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/checks"
-	"github.com/gpupool/gpupool/e2e/plan"
+	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/runner"
 	"github.com/gpupool/gpupool/e2e/scale"
 	"github.com/gpupool/gpupool/e2e/wait"
@@ -949,14 +949,19 @@ func withoutAutoscale(t *testing.T, dir, name string) string {
 }
 
 // dropAutoscale takes out of w, a workload for scale-200, its autoscale
-// phases and the mix entries only they draw.
+// phases and the mix entries only they draw. It reads the fleet file
+// alone: resolving a candidate would fix this process's manifests
+// directory (dirs.Manifests) before the tests that set it.
 func dropAutoscale(t *testing.T, w *scale.Workload) {
 	t.Helper()
-	pl, err := plan.Prepare(filepath.Join(repoRoot, "manifests", "fleets", "scale-200.yaml"), "")
+	fl, err := fleet.Load(filepath.Join(repoRoot, "manifests", "fleets", "scale-200.yaml"))
 	require.NoError(t, err)
-	pools := runner.PoolInfos(pl)
+	autoscaled := map[string]bool{}
+	for _, ap := range fl.Spec.AutoscaledPools {
+		autoscaled[ap.Name] = true
+	}
 	w.Spec.Phases = slices.DeleteFunc(w.Spec.Phases, scale.Phase.Autoscale)
-	w.Spec.Mix = slices.DeleteFunc(w.Spec.Mix, func(m scale.MixEntry) bool { return pools[m.Pool].Autoscaled })
+	w.Spec.Mix = slices.DeleteFunc(w.Spec.Mix, func(m scale.MixEntry) bool { return autoscaled[m.Pool] })
 }
 
 // cpuOnlyFleet writes a fleet of two CPU nodes into dir: a cluster the
