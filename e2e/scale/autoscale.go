@@ -54,8 +54,10 @@ type AutoscaledPoolResult struct {
 	NodesCreated int    `json:"nodesCreated"`
 }
 
-// cycleOf is Workload.Pick's smooth weighted round robin over the mix
-// entries in selects: the order in which a phase draws them.
+// cycleOf is the order in which a phase draws the mix entries in selects:
+// interleaved by weight (smooth weighted round robin over one cycle of
+// their total weight), so every stretch of a phase has the mix's
+// proportions. The runner computes it once per kind of phase.
 func cycleOf(mix []MixEntry, in func(int) bool) []int {
 	total := 0
 	for i, m := range mix {

@@ -6,7 +6,6 @@ package v1alpha1
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,11 +44,6 @@ type Workload struct {
 
 	// File is where the workload was read from (not part of the format).
 	File string `json:"-"`
-
-	// once and cycle cache Pick's interleaving, computed on first use:
-	// Pick runs once per pod.
-	once  sync.Once
-	cycle []int
 }
 
 // WorkloadSpec is the mix of pods, the phases that create them, and the
@@ -296,28 +290,4 @@ type WorkloadThreshold struct {
 	MutatingP99 *LatencyThreshold `json:"mutatingP99,omitempty"`
 	// ControlPlaneRSS: the summed peak RSS of the control plane's processes.
 	ControlPlaneRSS *MemoryThreshold `json:"controlPlaneRSS,omitempty"`
-}
-
-// Pick returns the mix entry for the i-th pod of a phase. Entries are
-// interleaved by weight (smooth weighted round robin over one cycle of
-// the total weight), so every stretch of a phase has the mix's proportions.
-func (w *Workload) Pick(i int) int {
-	w.once.Do(func() {
-		total := 0
-		for _, m := range w.Spec.Mix {
-			total += m.Weight
-		}
-		counts := make([]int, len(w.Spec.Mix))
-		for s := 0; s < total; s++ {
-			best, bestGap := 0, -1.0
-			for j, m := range w.Spec.Mix {
-				if gap := float64(m.Weight)*float64(s+1)/float64(total) - float64(counts[j]); gap > bestGap {
-					best, bestGap = j, gap
-				}
-			}
-			counts[best]++
-			w.cycle = append(w.cycle, best)
-		}
-	})
-	return w.cycle[i%len(w.cycle)]
 }
