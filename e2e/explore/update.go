@@ -163,7 +163,9 @@ func (c *Cluster) applyUpdates(ctx context.Context, p *corev1.Pod, us []Update) 
 		})
 		if denied, ok := refusal(err); ok {
 			got, gerr := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-			if gerr != nil {
+			if apierrors.IsNotFound(gerr) {
+				return p, denied, nil
+			} else if gerr != nil {
 				return p, denied, gerr
 			}
 			return got, denied, nil
@@ -178,7 +180,12 @@ func (c *Cluster) applyUpdates(ctx context.Context, p *corev1.Pod, us []Update) 
 		}
 	}
 	got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-	if err != nil {
+	if apierrors.IsNotFound(err) {
+		// Gone since its last update (a StatefulSet deleting the pod its
+		// kubelet refused, the autoscaler draining its node): judged as
+		// it was, which awaitSight then finds gone.
+		return p, "", nil
+	} else if err != nil {
 		return p, "", err
 	}
 	return got, "", nil
