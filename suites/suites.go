@@ -52,14 +52,18 @@ var phases = [][]*suite.Suite{
 	{sharing.Suite, dra.Suite},
 	// A snapshot of every node, pod and claim explains its Pending pods.
 	{pending.Suite},
-	// Pods on every GPU node, aimed anywhere a tenant can aim them.
-	{explore.Suite},
-	// Last: kubelet (kind only) enlists the real node into pools;
-	// autoscaling (embedded only) makes nodes and leaves Karpenter to
-	// remove them (a minute or so), node writes that would reset every other
+	// kubelet (kind only) enlists the real node into pools and takes it
+	// out again; autoscaling makes nodes and leaves Karpenter to remove
+	// them (a minute or so), node writes that would reset every earlier
 	// suite's wait for a scheduler verdict to stand (expect's finality:
 	// seen in a mutant whose tenant pods stay Pending).
 	{kubelet.Suite, autoscaling.Suite},
+	// Last: pods on every GPU node, the autoscaled pools' too, aimed
+	// anywhere a tenant can aim them. Its verdicts are the scheduler's
+	// first word, which node writes do not reset, and its residents have
+	// Karpenter make a node of each autoscaled pool, which the
+	// autoscaling checks must find at zero.
+	{explore.Suite},
 }
 
 func init() {

@@ -33,6 +33,10 @@ const (
 	LabelZone         = corev1.LabelTopologyZone
 )
 
+// AnnotationDoNotDisrupt "true" on a pod keeps Karpenter from disrupting
+// its node while the pod is active (autoscaler-facts §7.1, §7.3).
+const AnnotationDoNotDisrupt = "karpenter.sh/do-not-disrupt"
+
 // Cloud is the simulated cloud of a fleet: the instance types it sells,
 // one per autoscaled pool's hardware, and the hardware behind each.
 type Cloud struct {

@@ -27,11 +27,18 @@ import (
 )
 
 // Cluster is where shapes are judged: the API and what the oracles need
-// to know of it, read once per exploration (nodes and namespaces do not
-// change while it runs).
+// to know of it, read once per exploration. Namespaces do not change while
+// it runs; nodes can, where the autoscaler makes one for a shape's pod.
 type Cluster struct {
 	Client kubernetes.Interface
-	Nodes  []Node
+	// Nodes are the fleet's nodes as the exploration began.
+	Nodes []Node
+	// Describe is the oracles' view of a node that came later, read when
+	// a pod lands on it (false: a node of no pool of the fleet). Nil: no
+	// node comes.
+	Describe func(*corev1.Node) (Node, bool)
+	// placed counts the pods judged where they landed, by pool.
+	placed map[string]int
 	// DomainOf maps a namespace to the trust domain it belongs to.
 	DomainOf map[string]string
 	// Timeout bounds each wait for the cluster to show an outcome.
@@ -352,14 +359,28 @@ func (c *Cluster) timeout() time.Duration {
 	return 20 * time.Second
 }
 
-// Node returns the oracle's view of a node by name.
-func (c *Cluster) Node(name string) (Node, bool) {
+// Node returns the oracle's view of a node by name: one of Nodes, or one
+// that came since, read now and kept (shapes are judged one at a time).
+func (c *Cluster) Node(ctx context.Context, name string) (Node, bool, error) {
 	for _, n := range c.Nodes {
 		if n.Name == name {
-			return n, true
+			return n, true, nil
 		}
 	}
-	return Node{}, false
+	if c.Describe == nil {
+		return Node{}, false, nil
+	}
+	got, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Node{}, false, nil // gone since the pod was bound
+	} else if err != nil {
+		return Node{}, false, fmt.Errorf("reading node %s, where a shape's pod landed: %w", name, err)
+	}
+	n, ok := c.Describe(got)
+	if ok {
+		c.Nodes = append(c.Nodes, n)
+	}
+	return n, ok, nil
 }
 
 // PodsOn lists the pods bound to a node.

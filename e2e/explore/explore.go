@@ -9,8 +9,10 @@ import (
 	"encoding/binary"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,10 +94,20 @@ type Report struct {
 	ShrinkRuns int
 	Elapsed    time.Duration
 	Found      *Counterexample
+	// Placed counts, by pool, the pods a placement rule judged where they
+	// landed: which pools the budget reached.
+	Placed map[string]int
 }
 
 func (r Report) String() string {
 	s := fmt.Sprintf("%s: seed %d, %d corpus cases, %d shapes judged of %d drawn in %s", r.Rule, r.Seed, r.Corpus, r.Judged, r.Drawn, r.Elapsed.Round(time.Millisecond))
+	if len(r.Placed) > 0 {
+		var by []string
+		for _, pool := range slices.Sorted(maps.Keys(r.Placed)) {
+			by = append(by, fmt.Sprintf("%s %d", pool, r.Placed[pool]))
+		}
+		s += "; pods judged where they landed, by pool: " + strings.Join(by, ", ")
+	}
 	if r.Found != nil {
 		s += fmt.Sprintf(", violation found and shrunk over %d more shapes", r.ShrinkRuns)
 	}
@@ -125,6 +137,7 @@ func Run(ctx context.Context, r Rule, c *Cluster, space *Space, corpus []CorpusC
 			err = serr
 		}
 		rep.Elapsed = time.Since(start)
+		rep.Placed = maps.Clone(c.placed)
 	}()
 	for _, cc := range corpus {
 		if _, err := c.Client.CoreV1().Namespaces().Get(ctx, cc.Shape.Pod.Namespace, metav1.GetOptions{}); err != nil {

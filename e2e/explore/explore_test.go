@@ -388,3 +388,42 @@ func TestHoldsOnNodeOnlyWhatTheKubeletGives(t *testing.T) {
 	assert.True(t, c.holdsOnNode(ctx, implicit, l4), "placed by the scheduler, which made its claim")
 	assert.True(t, c.holdsOnNode(ctx, mk("nvidia.com/mig-1g.5gb"), nil), "no node to read: held, erring toward a violation")
 }
+
+// A pod can land on a node the autoscaler made after the exploration
+// began: the oracles read it then, and judge it as a node of its pool.
+func TestNodeReadsANodeThatCameLater(t *testing.T) {
+	node := func(name string) *corev1.Node { return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	c := &Cluster{
+		Client: fake.NewClientset(node("burst-1"), node("stranger")),
+		Nodes:  []Node{{Node: node("h100-0"), Pool: "h100", GPU: true}},
+		Describe: func(n *corev1.Node) (Node, bool) {
+			return Node{Node: n, Pool: "burst", GPU: true}, n.Name != "stranger"
+		},
+	}
+	ctx := context.Background()
+	n, ok, err := c.Node(ctx, "h100-0")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "h100", n.Pool)
+	n, ok, err = c.Node(ctx, "burst-1")
+	require.NoError(t, err)
+	assert.True(t, ok, "a node that came later is read")
+	assert.Equal(t, "burst", n.Pool)
+	assert.Len(t, c.Nodes, 2, "and kept")
+	_, ok, err = c.Node(ctx, "stranger")
+	require.NoError(t, err)
+	assert.False(t, ok, "a node of no pool of the fleet")
+	_, ok, err = c.Node(ctx, "gone")
+	require.NoError(t, err)
+	assert.False(t, ok, "a node deleted since the pod was bound")
+	c.Describe = nil
+	_, ok, err = c.Node(ctx, "burst-2")
+	require.NoError(t, err)
+	assert.False(t, ok, "no Describe: no node comes")
+}
+
+func TestReportSaysWhichPoolsTheBudgetReached(t *testing.T) {
+	r := Report{Rule: "explore.x", Seed: 1, Judged: 3, Drawn: 3, Placed: map[string]int{"gpu-l4-shared-burst": 1, "gpu-h100-exclusive": 2}}
+	assert.Contains(t, r.String(), "pods judged where they landed, by pool: gpu-h100-exclusive 2, gpu-l4-shared-burst 1")
+	assert.NotContains(t, Report{Rule: "explore.x"}.String(), "by pool")
+}

@@ -55,13 +55,20 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 		if r.Placed == nil || p.Spec.NodeName == "" {
 			continue
 		}
-		n, ok := c.Node(p.Spec.NodeName)
+		n, ok, err := c.Node(ctx, p.Spec.NodeName)
+		if err != nil {
+			return nil, err
+		}
 		if !ok {
 			continue // not a node of the fleet
 		}
 		if r.Sight && !n.GPU {
 			continue
 		}
+		if c.placed == nil {
+			c.placed = map[string]int{}
+		}
+		c.placed[n.Pool]++
 		// The node's kubelet has the last word: a pod bound by nodeName
 		// skips the scheduler, and the kubelet may refuse it (its
 		// selector, its fit; kubelet-facts §1). Judged once it has.
@@ -129,8 +136,9 @@ var (
 	TrustRule = Rule{
 		Check: "explore.no-cross-trust-timeslice",
 		Focus: Focus{
-			Pools:    func(p PoolSpace) bool { return len(p.Domains) >= 2 },
-			Explore:  []string{DimSlot, DimAim, DimHome, DimToleration, DimNodeName, DimVia, DimAfter},
+			Pools: func(p PoolSpace) bool { return len(p.Domains) >= 2 },
+			// Every pool split by trust, fixed or autoscaled, as often.
+			Explore:  []string{DimPool, DimSlot, DimAim, DimHome, DimToleration, DimNodeName, DimVia, DimAfter},
 			NodeName: true,
 			After:    []string{AfterRetarget},
 		},
@@ -149,7 +157,9 @@ var (
 	SightRule = Rule{
 		Check: "explore.no-gpu-without-allocation",
 		Focus: Focus{
-			Explore:  []string{DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia, DimAfter},
+			// Every GPU pool, fixed or autoscaled, as often: what a
+			// container sees is each node's stack's doing.
+			Explore:  []string{DimPool, DimNoGPU, DimGPUEnv, DimEnvValue, DimPrivilege, DimRuntime, DimHome, DimAim, DimNodeName, DimVia, DimAfter},
 			NodeName: true, Sight: true,
 			After: []string{AfterImageCUDA, AfterEphemeralEnv, AfterEphemeralCUDA, AfterEphemeralPrivileged, AfterRetarget},
 		},

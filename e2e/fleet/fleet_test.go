@@ -279,3 +279,20 @@ func TestAutoscaledTrustDomainsScaleApart(t *testing.T) {
 	// The fleet itself is unchanged: the pool keeps its own labels.
 	assert.NotContains(t, f.Spec.AutoscaledPools[2].Labels, "trust")
 }
+
+// A node labelled with an autoscaled pool's name is judged by that pool's
+// design, its trust domains whole, as a fixed pool's node is.
+func TestDesignCoversAutoscaledPools(t *testing.T) {
+	f, err := Load("../../manifests/fleets/reference.yaml")
+	require.NoError(t, err)
+	p, ok := f.Design("gpu-h100-exclusive")
+	require.True(t, ok)
+	assert.Equal(t, 4, p.Nodes)
+	p, ok = f.Design("gpu-l4-shared-burst")
+	require.True(t, ok)
+	assert.Equal(t, ModeTimeSlicing, p.Mode())
+	assert.Len(t, p.TrustDomains, 2)
+	assert.NotContains(t, p.Labels, "trust")
+	_, ok = f.Design("gpu-l4-burst-tenant-a")
+	assert.False(t, ok, "a NodePool's name is not a pool's")
+}

@@ -77,7 +77,7 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	r.karpenter, r.stopCloud = k, cancel
+	r.karpenter, r.stopCloud, r.Autoscaler = k, cancel, true
 	var names []string
 	for _, it := range cloud.InstanceTypes() {
 		names = append(names, it.Name)

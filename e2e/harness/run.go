@@ -77,6 +77,9 @@ type Run struct {
 	DisruptiveNodes []string
 	// Disposable: the cluster goes when the run ends (settings.Settings).
 	Disposable bool
+	// Autoscaler: Karpenter runs for the fleet's autoscaled pools, started
+	// by this Run or by the run whose suites this process runs.
+	Autoscaler bool
 	kwok       *cluster.KwokProcess
 	// karpenter and the cloud run while the run does, when the fleet has
 	// autoscaled pools on a cluster gpupool made.

@@ -485,7 +485,9 @@ func writeLoaded(spec Spec, r *harness.Run) (loadedPlan, error) {
 	if err := fleet.WriteFile(r.Fleet, l.fleet); err != nil {
 		return l, fmt.Errorf("writing the loaded fleet into %s: %w", l.fleet, err)
 	}
-	if err := suiteSettings(spec, l).WriteFile(l.settings); err != nil {
+	set := suiteSettings(spec, l)
+	set.Autoscaler = r.Autoscaler
+	if err := set.WriteFile(l.settings); err != nil {
 		return l, fmt.Errorf("writing the suites' settings into %s: %w", l.settings, err)
 	}
 	return l, nil

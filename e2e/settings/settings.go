@@ -33,6 +33,9 @@ type Settings struct {
 	// make as simulated nodes labelled with its run id; pools are those
 	// nodes alone.
 	SimulatedPools bool `json:"simulatedPools,omitempty"`
+	// Autoscaler: the run runs Karpenter for the fleet's autoscaled pools
+	// (never on a cluster it did not make).
+	Autoscaler bool `json:"autoscaler,omitempty"`
 	// DisruptiveNodes are, on a cluster gpupool did not make, the nodes
 	// disruptive checks may change (none: every node of a cluster gpupool
 	// made).

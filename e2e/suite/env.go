@@ -86,7 +86,7 @@ func newTestEnv(funcs Funcs) (env.Environment, error) {
 				return ctx, fmt.Errorf("--kubeconfig %s: %w", kc, err)
 			}
 			rc.QPS, rc.Burst = 200, 400
-			r := &harness.Run{Plan: pl, SimulatedPools: set.SimulatedPools, DisruptiveNodes: set.DisruptiveNodes, Disposable: set.Disposable}
+			r := &harness.Run{Plan: pl, SimulatedPools: set.SimulatedPools, DisruptiveNodes: set.DisruptiveNodes, Disposable: set.Disposable, Autoscaler: set.Autoscaler}
 			if err := r.Attach(&cluster.Cluster{Name: "attached", Kubeconfig: kc, REST: rc}); err != nil {
 				return ctx, err
 			}

@@ -5,8 +5,10 @@ package explore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,12 +20,15 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/checks"
+	"github.com/gpupool/gpupool/e2e/expect"
 	"github.com/gpupool/gpupool/e2e/explore"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
@@ -152,15 +157,19 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 	if err != nil {
 		return nil, nil, err
 	}
+	// A node the autoscaler makes for a shape's pod while the rule runs
+	// is read when the pod lands on it.
+	cl.Describe = func(n *corev1.Node) (explore.Node, bool) {
+		_, ok := r.Fleet.Design(harness.PoolOf(n))
+		return describeNode(r, n), ok
+	}
 	advertised := map[string]bool{}
 	byPool := map[string][]string{}
 	byDomain := map[string][]string{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		p, _ := r.Fleet.Pool(harness.PoolOf(n))
-		mode := p.Mode()
-		cl.Nodes = append(cl.Nodes, explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
-			SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]})
+		p, _ := r.Fleet.Design(harness.PoolOf(n))
+		cl.Nodes = append(cl.Nodes, describeNode(r, n))
 		for name, q := range n.Status.Allocatable {
 			// A resource at 0 is one a plugin no longer serves, kept by
 			// the kubelet (kubelet-facts §3): no pod can get it.
@@ -181,7 +190,16 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 		space.Advertised = append(space.Advertised, name)
 	}
 	sort.Strings(space.Advertised)
-	for _, p := range r.Fleet.Spec.Pools {
+	// The autoscaled pools too, where they grow: a tenant aims at them as
+	// at any pool, and the suite's residents have had the autoscaler make
+	// a node of each.
+	pools := slices.Clone(r.Fleet.Spec.Pools)
+	if r.Autoscaler {
+		for _, ap := range r.Fleet.Spec.AutoscaledPools {
+			pools = append(pools, ap.Pool)
+		}
+	}
+	for _, p := range pools {
 		if !p.GPU() {
 			continue
 		}
@@ -215,6 +233,15 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 		return nil, nil, err
 	}
 	return space, cl, nil
+}
+
+// describeNode is the oracles' view of a node of the fleet, fixed or
+// made by the autoscaler.
+func describeNode(r *harness.Run, n *corev1.Node) explore.Node {
+	p, _ := r.Fleet.Design(harness.PoolOf(n))
+	mode := p.Mode()
+	return explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
+		SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]}
 }
 
 // envSources creates, in every namespace shapes go to, the ConfigMap and
@@ -351,7 +378,192 @@ func createTenantObjects(ctx context.Context, cfg *envconf.Config) (context.Cont
 			}
 		}
 	}
-	return ctx, nil
+	return ctx, residentsOfAutoscaledPools(ctx, r)
+}
+
+// residentsOfAutoscaledPools puts a well-formed pod on each autoscaled
+// pool (on each trust domain's NodePool, where the pool is split) and
+// waits for the autoscaler to make it a node and the stack to give it its
+// GPU: the rules then aim at nodes the autoscaler made as at the fleet's,
+// and the trust rule finds a tenant there for a stray pod to land beside.
+// The pods keep Karpenter from disrupting their nodes while the suite runs
+// (autoscaler-facts §7.3). A pool that gets no node is explored as it is:
+// why it does not scale is the autoscaling suite's to say.
+func residentsOfAutoscaledPools(ctx context.Context, r *harness.Run) error {
+	type resident struct {
+		pool    fleet.AutoscaledPool
+		pod     *corev1.Pod // as first created, to create again
+		created time.Time
+		// upSince: since when every node its NodePool made is Ready and
+		// the pod is still not bound to one.
+		upSince time.Time
+		done    string // once settled: where it runs, or why it never will
+	}
+	if !r.Autoscaler {
+		return nil // nothing makes their nodes
+	}
+	cs := r.Client
+	create := func(x *resident) error {
+		x.created = time.Now()
+		_, err := cs.CoreV1().Pods(x.pod.Namespace).Create(ctx, x.pod.DeepCopy(), metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	var rs []*resident
+	for _, ap := range r.Fleet.Autoscaled() {
+		if !ap.GPU() {
+			continue
+		}
+		ns := unlabelledNamespace
+		if len(ap.TrustDomains) == 1 {
+			tns, err := r.TrustNamespace(ctx, ap.TrustDomains[0])
+			if err != nil {
+				continue // the check says so; the suite still runs
+			}
+			ns = tns
+		}
+		res, err := r.IntendedResource(ap.Pool)
+		if err != nil {
+			return err
+		}
+		// Autoscaled gives a trust domain's NodePool its domain's labels
+		// and taints already.
+		pod := workload.New("explore-resident", ns, "resident-"+ap.NodePool).ForPool(ap.Pool, nil).GPU(res, 1).Pod
+		pod.Labels[residentLabel] = "true"
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[autoscaler.AnnotationDoNotDisrupt] = "true"
+		harness.Own(&pod.ObjectMeta)
+		x := &resident{pool: ap, pod: pod}
+		if err := create(x); err != nil {
+			fmt.Fprintf(os.Stderr, "explore: no resident pod on autoscaled pool %s (NodePool %s): %v\n", ap.Name, ap.NodePool, err)
+			continue
+		}
+		rs = append(rs, x)
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return err
+	}
+	err = wait.For(ctx, "the autoscaler to make each autoscaled pool's resident pod a node, and the simulated stack to give it its GPU", residentTimeout, func(ctx context.Context) (bool, string, error) {
+		var waiting []string
+		for _, x := range rs {
+			if x.done != "" {
+				continue
+			}
+			got, err := cs.CoreV1().Pods(x.pod.Namespace).Get(ctx, x.pod.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				// The taint-eviction controller can take a pod bound to a
+				// node the stack has not taken over yet (autoscaler-facts
+				// §4.7): a tenant's controller would make it again.
+				waiting = append(waiting, x.pod.Name+": gone, created again")
+				if err := create(x); err != nil {
+					return false, "", err
+				}
+				continue
+			} else if err != nil {
+				return false, "", err
+			}
+			seen := expect.Describe(got)
+			switch {
+			case got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded:
+				x.done = "it ended: " + seen
+			case got.Status.Phase == corev1.PodRunning && got.Annotations[fakegpu.AnnotationVisibleDevices]+got.Annotations[fakegpu.AnnotationCDIDevices] != "":
+				x.done = "running on node " + got.Spec.NodeName
+			case got.Spec.NodeName == "":
+				why, noClaim, err := notTaken(ctx, r, dyn, x.pool.NodePool)
+				if err != nil {
+					return false, "", err
+				}
+				switch {
+				case why == "":
+					x.upSince = time.Time{}
+				case x.upSince.IsZero():
+					x.upSince = time.Now()
+				}
+				// Nodes Ready may yet take the pod on the scheduler's next
+				// try, which a node's update prompts.
+				if why != "" && ((noClaim && time.Since(x.created) > noClaimAfter) || (!noClaim && time.Since(x.upSince) > readyNotTakenAfter)) {
+					x.done = why + " (" + seen + ")"
+					continue
+				}
+				fallthrough
+			default:
+				waiting = append(waiting, x.pod.Name+": "+seen)
+			}
+		}
+		return len(waiting) == 0, strings.Join(waiting, "; "), nil
+	})
+	var te *wait.TimeoutError
+	if err != nil && !errors.As(err, &te) {
+		return err
+	}
+	for _, x := range rs {
+		if !strings.HasPrefix(x.done, "running on node ") {
+			fmt.Fprintf(os.Stderr, "explore: autoscaled pool %s (NodePool %s) is explored without a node of its own: %s\n", x.pool.Name, x.pool.NodePool, orStill(x.done))
+		}
+	}
+	return nil
+}
+
+// notTaken says why a NodePool will not give a Pending pod a node: it has
+// made none, or every node it made is Ready without taking the pod (a node
+// whose stack advertises other than its NodeOverlay promised is never
+// initialized, autoscaler-facts §12.2, so Ready is what is waited for). ""
+// while a node is still coming.
+func notTaken(ctx context.Context, r *harness.Run, dyn dynamic.Interface, nodePool string) (why string, noClaim bool, err error) {
+	sel := metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + nodePool}
+	claims, err := dyn.Resource(autoscaler.NodeClaimResource).List(ctx, sel)
+	if err != nil {
+		return "", false, err
+	}
+	if len(claims.Items) == 0 {
+		return fmt.Sprintf("no NodeClaim of it %s after the pod", noClaimAfter), true, nil
+	}
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, sel)
+	if err != nil {
+		return "", false, err
+	}
+	var up []string
+	for _, n := range nodes.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				up = append(up, n.Name)
+			}
+		}
+	}
+	if len(up) < len(claims.Items) {
+		return "", false, nil
+	}
+	return fmt.Sprintf("its nodes %s were Ready for %s and did not take the pod", strings.Join(up, ", "), readyNotTakenAfter), false, nil
+}
+
+// residentTimeout bounds the wait for the autoscaled pools' residents: a
+// scale-up from zero took 2.5 to 3.6 s on an idle machine (measured
+// 2026-12-05, docs/measurements.md).
+const residentTimeout = 60 * time.Second
+
+// readyNotTakenAfter: a Ready node of the pod's NodePool that has not
+// taken it this long never will; the stack's takeover and the scheduler's
+// next try take seconds.
+const readyNotTakenAfter = 20 * time.Second
+
+// noClaimAfter: Karpenter decides on a Pending pod within its batch, 10 s
+// at most by default (--batch-max-duration, autoscaler-facts §5.2). A pool
+// with no NodeClaim this long after its resident is not being scaled.
+const noClaimAfter = 15 * time.Second
+
+func orStill(s string) string {
+	if s == "" {
+		return "still Pending at " + residentTimeout.String()
+	}
+	return s
 }
 
 // removeTenantObjects undoes createTenantObjects and waits until the

@@ -294,6 +294,19 @@ func (f *Fleet) AutoscaledPool(name string) (AutoscaledPool, bool) {
 	return AutoscaledPool{}, false
 }
 
+// Design returns the named pool's design: a fixed pool, or an autoscaled
+// pool as the fleet declares it (its nodes' labels, taints and sharing,
+// its trust domains whole), for nodes labelled with either.
+func (f *Fleet) Design(name string) (Pool, bool) {
+	if p, ok := f.Pool(name); ok {
+		return p, true
+	}
+	if ap, ok := f.AutoscaledPool(name); ok {
+		return ap.Pool, true
+	}
+	return Pool{}, false
+}
+
 // PoolsWithMode returns the GPU pools designed for a sharing mode.
 func (f *Fleet) PoolsWithMode(mode string) []Pool {
 	var out []Pool
