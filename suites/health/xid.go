@@ -55,7 +55,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			if err := setXid(ctx, r, node, fmt.Sprintf("0=%d", xid)); err != nil {
 				t.Fatal(err)
 			}
-			if err := awaitAllocatable(ctx, r, node, res, want-1, want); err != nil {
+			if err := awaitAllocatable(ctx, r, node, res, want-1, want, ignored(r)); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
@@ -122,7 +122,7 @@ func TestXidWithdrawsGPU(t *testing.T) {
 			}
 			res, want, err := r.Intended(pool)
 			if err == nil {
-				err = awaitAllocatable(ctx, r, node, res, want, want)
+				err = awaitAllocatable(ctx, r, node, res, want, want, "")
 			}
 			if err != nil {
 				t.Error(err)
@@ -143,13 +143,31 @@ func setXid(ctx context.Context, r *harness.Run, node, value string) error {
 	return err
 }
 
-func awaitAllocatable(ctx context.Context, r *harness.Run, node, res string, allocatable, capacity int64) error {
+// ignored says why the device plugin, under the candidate's GPU Operator
+// config, never counts the check's Xid ("" when it does, or the run holds
+// no config): the same rule the node's simulated plugin applies.
+func ignored(r *harness.Run) string {
+	if r.Plan == nil || r.Stack == nil || r.Stack.Policy == nil || fakegpu.CriticalXid(r.Stack.Policy.DevicePluginEnv, xid) {
+		return ""
+	}
+	env := r.Stack.Policy.DevicePluginEnv
+	return fmt.Sprintf("under the candidate's GPU Operator config the device plugin does not count Xid %d (devicePlugin.env DP_DISABLE_HEALTHCHECKS=%q, DP_ENABLE_HEALTHCHECKS=%q), so no GPU is ever withdrawn",
+		xid, env["DP_DISABLE_HEALTHCHECKS"], env["DP_ENABLE_HEALTHCHECKS"])
+}
+
+// awaitAllocatable waits for the node's counts of res. never, if set, is
+// why a GPU is never withdrawn: the wait then ends once the node shows the
+// Xid with every GPU still allocatable.
+func awaitAllocatable(ctx context.Context, r *harness.Run, node, res string, allocatable, capacity int64, never string) error {
 	return wait.For(ctx, fmt.Sprintf("node %s to show %d allocatable of %d %s in capacity", node, allocatable, capacity, res), 30*time.Second, func(ctx context.Context) (bool, string, error) {
 		n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, "", err
 		}
 		a, c := suite.Allocatable(n, res), n.Status.Capacity[corev1.ResourceName(res)]
+		if never != "" && n.Annotations[fakegpu.AnnotationXid] != "" && a == capacity && c.Value() == capacity {
+			return false, "", fmt.Errorf("node %s shows the Xid and still %d allocatable of %d %s, and it always will: %s", node, a, capacity, res, never)
+		}
 		if c.Value() != 0 && c.Value() != capacity {
 			// An Xid never changes capacity, and the simulated plugin
 			// publishes a node's devices in one write: a node showing

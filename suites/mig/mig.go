@@ -6,6 +6,7 @@ package mig
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -162,15 +163,65 @@ func runMIGPod(ctx context.Context, t *testing.T, r *harness.Run, check string, 
 		t.Fatal(err)
 	}
 	pod.Spec.NodeSelector["kubernetes.io/hostname"] = node
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.IntendedResource(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A node that never advertises what the pod asks leaves it Pending:
+	// once the scheduler has said so, waiting changes nothing.
+	never := neverAdvertises(r, n, res)
 	if _, err := expect.Admitted(ctx, r.Client, pod); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := expect.PodReaches(ctx, r.Client, pod.Namespace, pod.Name, "run with its MIG device", reconfigureTimeout, func(p *corev1.Pod) (bool, string) {
-		return p.Status.Phase == corev1.PodRunning && p.Annotations[fakegpu.AnnotationVisibleDevices] != "", expect.Describe(p)
-	}); err != nil {
+	err = wait.For(ctx, fmt.Sprintf("pod %s/%s to run with its MIG device", pod.Namespace, pod.Name), reconfigureTimeout, func(ctx context.Context) (bool, string, error) {
+		got, err := r.Client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		seen := expect.Describe(got)
+		if never != "" && unschedulable(got) {
+			return false, seen, errors.New(never)
+		}
+		return got.Status.Phase == corev1.PodRunning && got.Annotations[fakegpu.AnnotationVisibleDevices] != "", seen, nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return pod
+}
+
+// neverAdvertises says why, under the candidate's GPU Operator config, the
+// node never advertises res with its current MIG layout ("" when it does,
+// or the run holds no config): the node's settled state, from the same
+// pure function its simulated stack runs (fakegpu.Stack.Node).
+func neverAdvertises(r *harness.Run, n *corev1.Node, res string) string {
+	if r.Plan == nil || r.Stack == nil {
+		return ""
+	}
+	inv, isGPU, err := fakegpu.Inventory(n.Annotations)
+	if !isGPU || err != nil {
+		return ""
+	}
+	settled := r.Stack.Node(n.Labels, inv)
+	if settled.Resources[res] > 0 {
+		return ""
+	}
+	return fmt.Sprintf("under the candidate's GPU Operator config node %s never advertises %s with MIG layout %s (it settles on %s)",
+		n.Name, res, n.Labels[fakegpu.LabelMIGConfig], suite.Resources(settled.Resources))
+}
+
+// unschedulable: the scheduler tried the pod and found no node for it.
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
 }
 
 // observed is what a watch on the node saw during a relabel.
