@@ -280,6 +280,9 @@ func (k *Kind) deleteCluster(ctx context.Context, name string) error {
 	errs = append(errs, os.RemoveAll(dir))
 	errs = append(errs, k.removeNetworkIfLast(ctx))
 	errs = append(errs, removeTempKubeconfigs("kind", name))
+	// Karpenter's, beside the cluster (TempPrefix): a run killed with
+	// SIGKILL leaves it.
+	errs = append(errs, removeTempDirs(name))
 	return errors.Join(errs...)
 }
 

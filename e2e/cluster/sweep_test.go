@@ -121,3 +121,21 @@ func TestSweepLeavesAClusterBeingClaimed(t *testing.T) {
 	}))
 	assert.Equal(t, []string{"gpupool-old"}, removed)
 }
+
+// Removing a kind cluster removes the temporary directories named for it
+// (TempPrefix): Karpenter's, beside the cluster, which a run killed with
+// SIGKILL leaves. Another cluster's stay.
+func TestKindRemovalTakesTheClustersTempDirs(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	fakeKind := filepath.Join(t.TempDir(), "kind")
+	require.NoError(t, os.WriteFile(fakeKind, []byte("#!/bin/sh\nexit 0\n"), 0o755))
+	k := &Kind{cfg: KindConfig{KindBinary: fakeKind, StateDir: t.TempDir()}}
+	mine, err := os.MkdirTemp("", TempPrefix("gpupool-killed", "kp"))
+	require.NoError(t, err)
+	other, err := os.MkdirTemp("", TempPrefix("gpupool-live", "kp"))
+	require.NoError(t, err)
+
+	require.NoError(t, k.deleteCluster(context.Background(), "gpupool-killed"))
+	assert.NoDirExists(t, mine)
+	assert.DirExists(t, other)
+}
