@@ -65,10 +65,6 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 		if r.Sight && !n.GPU {
 			continue
 		}
-		if c.placed == nil {
-			c.placed = map[string]int{}
-		}
-		c.placed[n.Pool]++
 		// The node's kubelet has the last word: a pod bound by nodeName
 		// skips the scheduler, and the kubelet may refuse it (its
 		// selector, its fit; kubelet-facts §1). Judged once it has.
@@ -96,6 +92,10 @@ func (c *Cluster) Judge(ctx context.Context, r Rule, s Shape) (*Violation, error
 				onNode = append(onNode, q)
 			}
 		}
+		if c.placed == nil {
+			c.placed = map[string]int{}
+		}
+		c.placed[n.Pool]++
 		if v := r.Placed(ctx, p, n, onNode, c); v != "" {
 			var neighbours []*corev1.Pod
 			for _, q := range onNode {

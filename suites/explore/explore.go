@@ -159,17 +159,16 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 	}
 	// A node the autoscaler makes for a shape's pod while the rule runs
 	// is read when the pod lands on it.
-	cl.Describe = func(n *corev1.Node) (explore.Node, bool) {
-		_, ok := r.Fleet.Design(harness.PoolOf(n))
-		return describeNode(r, n), ok
-	}
+	cl.Describe = func(n *corev1.Node) (explore.Node, bool) { return describeNode(r, n) }
 	advertised := map[string]bool{}
 	byPool := map[string][]string{}
 	byDomain := map[string][]string{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		p, _ := r.Fleet.Design(harness.PoolOf(n))
-		cl.Nodes = append(cl.Nodes, describeNode(r, n))
+		// A node of no pool of the fleet is kept as GPU-less, no pool's.
+		on, _ := describeNode(r, n)
+		cl.Nodes = append(cl.Nodes, on)
+		pool := on.Pool
 		for name, q := range n.Status.Allocatable {
 			// A resource at 0 is one a plugin no longer serves, kept by
 			// the kubelet (kubelet-facts §3): no pod can get it.
@@ -177,14 +176,14 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 				advertised[string(name)] = true
 			}
 		}
-		byPool[p.Name] = append(byPool[p.Name], n.Name)
+		byPool[pool] = append(byPool[pool], n.Name)
 		if space.NodeLabels == nil {
 			space.NodeLabels = map[string]map[string]string{}
 		}
-		if _, ok := space.NodeLabels[p.Name]; !ok {
-			space.NodeLabels[p.Name] = n.Labels
+		if _, ok := space.NodeLabels[pool]; !ok {
+			space.NodeLabels[pool] = n.Labels
 		}
-		byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]] = append(byDomain[p.Name+"/"+n.Labels[fleet.LabelTrustDomain]], n.Name)
+		byDomain[pool+"/"+n.Labels[fleet.LabelTrustDomain]] = append(byDomain[pool+"/"+n.Labels[fleet.LabelTrustDomain]], n.Name)
 	}
 	for name := range advertised {
 		space.Advertised = append(space.Advertised, name)
@@ -236,12 +235,12 @@ func buildSpace(ctx context.Context, r *harness.Run, check string) (*explore.Spa
 }
 
 // describeNode is the oracles' view of a node of the fleet, fixed or
-// made by the autoscaler.
-func describeNode(r *harness.Run, n *corev1.Node) explore.Node {
-	p, _ := r.Fleet.Design(harness.PoolOf(n))
+// made by the autoscaler (false: a node of no pool of the fleet).
+func describeNode(r *harness.Run, n *corev1.Node) (explore.Node, bool) {
+	p, ok := r.Fleet.Design(harness.PoolOf(n))
 	mode := p.Mode()
 	return explore.Node{Node: n, Pool: p.Name, GPU: p.GPU(),
-		SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]}
+		SharedGPU: mode == fleet.ModeTimeSlicing || mode == fleet.ModeMPS || p.SharesDevices(), Domain: n.Labels[fleet.LabelTrustDomain]}, ok
 }
 
 // envSources creates, in every namespace shapes go to, the ConfigMap and
