@@ -39,9 +39,13 @@ type stuck struct {
 }
 
 // check returns a reason once the pool has a node in that state, the same
-// for stuckSettle; "" until then.
+// for stuckSettle, or at once when the node's settled state under the
+// candidate's config lacks what the pod asks; "" until then.
 func (s *stuck) check(ctx context.Context, r *harness.Run, dyn dynamic.Interface, p fleet.AutoscaledPool, pod *corev1.Pod) (string, error) {
-	why, err := stuckNode(ctx, r, dyn, p, pod)
+	why, final, err := stuckNode(ctx, r, dyn, p, pod)
+	if err == nil && final {
+		return why, nil
+	}
 	if err != nil || why == "" || why != s.why {
 		s.since, s.why = time.Now(), why
 		return "", err
@@ -55,11 +59,13 @@ func (s *stuck) check(ctx context.Context, r *harness.Run, dyn dynamic.Interface
 // stuckNode names a node of the pool's NodePool that is registered and
 // reconciled by the simulated stack, with no MIG layout being applied,
 // whose NodeClaim waits for a resource the node does not advertise and
-// the pod asks ("" when there is none).
-func stuckNode(ctx context.Context, r *harness.Run, dyn dynamic.Interface, p fleet.AutoscaledPool, pod *corev1.Pod) (string, error) {
+// the pod asks ("" when there is none). final: the node's settled state,
+// from the pure function its simulated stack runs (fakegpu.Stack.Node),
+// lacks it too, so nothing is left coming.
+func stuckNode(ctx context.Context, r *harness.Run, dyn dynamic.Interface, p fleet.AutoscaledPool, pod *corev1.Pod) (why string, final bool, err error) {
 	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + p.NodePool})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	asks := map[corev1.ResourceName]bool{}
 	for _, c := range pod.Spec.Containers {
@@ -84,9 +90,29 @@ func stuckNode(ctx context.Context, r *harness.Run, dyn dynamic.Interface, p fle
 		}
 		sort.Strings(missing)
 		return fmt.Sprintf("node %s, which Karpenter made for the pool, never advertises %s (it advertises %s; %s=%q; NodeClaim%s), so its NodeClaim never initializes (autoscaler-facts §8.4) and Karpenter, counting it as the room the pod needs, buys no other",
-			n.Name, strings.Join(missing, ", "), advertised(&n), fakegpu.LabelMIGConfigState, n.Labels[fakegpu.LabelMIGConfigState], strings.TrimPrefix(waits, ": NodeClaim")), nil
+			n.Name, strings.Join(missing, ", "), advertised(&n), fakegpu.LabelMIGConfigState, n.Labels[fakegpu.LabelMIGConfigState], strings.TrimPrefix(waits, ": NodeClaim")), settlesWithout(r, &n, missing), nil
 	}
-	return "", nil
+	return "", false, nil
+}
+
+// settlesWithout: under the candidate's GPU Operator config the node's
+// settled state advertises none of res (false when the run holds no
+// config to tell).
+func settlesWithout(r *harness.Run, n *corev1.Node, res []string) bool {
+	if r.Stack == nil {
+		return false
+	}
+	inv, isGPU, err := fakegpu.Inventory(n.Annotations)
+	if !isGPU || err != nil {
+		return false
+	}
+	settled := r.Stack.Node(n.Labels, inv)
+	for _, name := range res {
+		if settled.Resources[name] > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // labelRegistered is on a node once Karpenter has synced its NodeClaim's
