@@ -7,6 +7,7 @@
 #   gpupool/fake-device-plugin:<hash>       cmd/fake-device-plugin, the kubelet device plugin
 #   gpupool/fake-dra-plugin:<hash>          cmd/fake-dra-plugin, the DRA kubelet plugin
 #   gpupool/fakegpu-controller:<hash>       cmd/fakegpu-controller, the simulated GPU Operator
+#   gpupool/karpenter-kwok:<version>-<hash> Karpenter's KWOK provider, run from its own chart
 #   nvidia/cuda:gpupool-probe-<hash>        the fake device plugin's probe under a CUDA image's
 #                                           name and ENV (NVIDIA_VISIBLE_DEVICES=all, access §2.1):
 #                                           what a tenant's GPU image carries, for the differential
@@ -46,6 +47,9 @@ image() {
 bash "$ROOT/hack/build-control-plane.sh" kwok
 image gpupool/kwok "$KWOK_VERSION-" "$KWOK_BIN_DIR/kwok" /kwok; kwok="$REPLY"
 
+bash "$ROOT/hack/build-control-plane.sh" karpenter
+image gpupool/karpenter-kwok "$KARPENTER_VERSION-" "$KARPENTER_BIN_DIR/karpenter-kwok" /karpenter-kwok; karpenter="$REPLY"
+
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fake-device-plugin" ./cmd/fake-device-plugin)
 image gpupool/fake-device-plugin "" "$SCRATCH/fake-device-plugin" /fake-device-plugin; plugin="$REPLY"
 
@@ -59,6 +63,6 @@ image gpupool/fake-dra-plugin "" "$SCRATCH/fake-dra-plugin" /fake-dra-plugin; dr
 (cd "$ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$SCRATCH/fakegpu-controller" ./cmd/fakegpu-controller)
 image gpupool/fakegpu-controller "" "$SCRATCH/fakegpu-controller" /fakegpu-controller; controller="$REPLY"
 
-printf 'kwok=%s\ndevice-plugin=%s\ndra-plugin=%s\nfakegpu-controller=%s\ncuda-probe=%s\n' "$kwok" "$plugin" "$draplugin" "$controller" "$cudaprobe" > "$GPUPOOL_CACHE/kind-images.tmp"
+printf 'kwok=%s\ndevice-plugin=%s\ndra-plugin=%s\nfakegpu-controller=%s\ncuda-probe=%s\nkarpenter=%s\n' "$kwok" "$plugin" "$draplugin" "$controller" "$cudaprobe" "$karpenter" > "$GPUPOOL_CACHE/kind-images.tmp"
 mv "$GPUPOOL_CACHE/kind-images.tmp" "$GPUPOOL_CACHE/kind-images"
 cat "$GPUPOOL_CACHE/kind-images"

@@ -8,7 +8,9 @@
 # The gpupool binary embeds the copies, so a run needs no Go toolchain.
 #   gpu-operator: the ClusterPolicy CRD, its sample, the default MIG config,
 #                 and its Helm chart (deployments/gpu-operator, every file)
-#   karpenter:    the CRDs of Karpenter and of its KWOK provider
+#   karpenter:    the CRDs of Karpenter and of its KWOK provider, and the
+#                 provider's Helm chart (kwok/charts, every file), which a
+#                 kind run installs Karpenter from
 # To move to another version: change the pin in upstream.go, run this
 # script, commit both.
 set -euo pipefail
@@ -72,7 +74,5 @@ copy gpu-operator "$(pin 'const GPUOperatorModule')" "$(pin 'const gpuOperatorVe
   deployments/gpu-operator/
 
 copy karpenter "$(pin 'const KarpenterModule')" "$(pin 'const karpenterVersion')" \
-  kwok/charts/crds/karpenter.sh_nodepools.yaml \
-  kwok/charts/crds/karpenter.sh_nodeclaims.yaml \
-  kwok/charts/crds/karpenter.sh_nodeoverlays.yaml \
+  kwok/charts/ \
   kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml

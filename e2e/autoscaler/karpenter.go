@@ -14,11 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -137,11 +135,7 @@ func Start(opt Options) (*Karpenter, error) {
 		"--disable-leader-election",
 	}
 	if len(opt.FeatureGates) > 0 {
-		var gates []string
-		for _, g := range slices.Sorted(maps.Keys(opt.FeatureGates)) {
-			gates = append(gates, fmt.Sprintf("%s=%t", g, opt.FeatureGates[g]))
-		}
-		args = append(args, "--feature-gates", strings.Join(gates, ","))
+		args = append(args, "--feature-gates", GateString(opt.FeatureGates))
 	}
 	log := &tail{max: 8192}
 	var out io.Writer = log

@@ -18,6 +18,7 @@ import (
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/versions"
 	"github.com/gpupool/gpupool/e2e/wait"
 )
 
@@ -72,7 +73,14 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	k, err := autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
+	var k interface{ Stop(context.Context) error }
+	where := "beside the cluster"
+	if img := r.Cluster.Images["karpenter"]; img != "" {
+		k, err = r.deployKarpenter(ctx, img, cloud.InstanceTypes())
+		where = "as its chart's Deployment " + autoscaler.ReleaseNamespace + "/" + autoscaler.ReleaseName
+	} else {
+		k, err = autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
+	}
 	if err != nil {
 		cancel()
 		return err
@@ -89,8 +97,30 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 	if gates != "" {
 		gates = ", its feature gates" + gates
 	}
-	r.Log("autoscaler: Karpenter %s started in %s, the cloud selling %s%s", upstream.KarpenterVersion(), time.Since(start).Round(time.Millisecond), strings.Join(names, ", "), gates)
+	r.Log("autoscaler: Karpenter %s started %s in %s, the cloud selling %s%s", upstream.KarpenterVersion(), where, time.Since(start).Round(time.Millisecond), strings.Join(names, ", "), gates)
 	return nil
+}
+
+// deployKarpenter installs Karpenter from its KWOK provider's chart into a
+// cluster with real nodes (kind), its image loaded there, and waits until
+// it is ready. Its objects carry the run's labels, as the candidate's do.
+func (r *Run) deployKarpenter(ctx context.Context, image string, types []autoscaler.InstanceType) (*autoscaler.Deployed, error) {
+	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
+	if err != nil {
+		return nil, err
+	}
+	a, err := candidate.NewApplier(r.Cluster.REST)
+	if err != nil {
+		return nil, err
+	}
+	a.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
+	for i, u := range objs {
+		o := candidate.Object{Unstructured: u, File: autoscaler.ChartSource, Doc: i + 1}
+		if _, err := a.Apply(ctx, o); err != nil {
+			return nil, fmt.Errorf("installing Karpenter: %s: %w", o.Where(), err)
+		}
+	}
+	return autoscaler.StartDeployed(ctx, r.Client, r.opt.AutoscalerLog, 90*time.Second)
 }
 
 // installBornWithoutGPUs has the cloud's nodes born without nvidia.com

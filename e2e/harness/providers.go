@@ -85,7 +85,7 @@ func KindProvider(name string) (*cluster.Kind, error) {
 		// plugin installs where the toolkit would.
 		RuntimeHandlers: []cluster.RuntimeHandler{{Name: fakegpu.RuntimeHandler, BinaryName: filepath.Join(nvidiaruntime.InstallDir, nvidiaruntime.Binary)}},
 		KwokImage:       images["kwok"],
-		RoleImages:      map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"], "cuda-probe": images["cuda-probe"]},
+		RoleImages:      map[string]string{"device-plugin": images["device-plugin"], "dra-plugin": images["dra-plugin"], "fakegpu-controller": images["fakegpu-controller"], "cuda-probe": images["cuda-probe"], "karpenter": images["karpenter"]},
 	})
 }
 
@@ -105,7 +105,7 @@ func readKindImages(path string) (map[string]string, error) {
 			out[k] = v
 		}
 	}
-	for _, want := range []string{"kwok", "device-plugin", "dra-plugin", "fakegpu-controller", "cuda-probe"} {
+	for _, want := range []string{"kwok", "device-plugin", "dra-plugin", "fakegpu-controller", "cuda-probe", "karpenter"} {
 		if out[want] == "" {
 			return nil, fmt.Errorf("kind provider: %s names no %s image; run hack/build-kind-images.sh", path, want)
 		}

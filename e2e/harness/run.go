@@ -36,7 +36,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
@@ -83,7 +82,7 @@ type Run struct {
 	kwok       *cluster.KwokProcess
 	// karpenter and the cloud run while the run does, when the fleet has
 	// autoscaled pools on a cluster gpupool made.
-	karpenter *autoscaler.Karpenter
+	karpenter interface{ Stop(context.Context) error }
 	stopCloud context.CancelFunc
 }
 
@@ -322,9 +321,9 @@ func (r *Run) Provision(ctx context.Context) error {
 	}
 	r.Log("simulated GPU Operator: every GPU node advertises the candidate's config after %s", time.Since(start).Round(time.Millisecond))
 	if pools := r.Fleet.Autoscaled(); len(pools) > 0 {
-		// On kind too: Karpenter runs beside the cluster, and the kwok
-		// controller in it keeps the nodes Karpenter makes Ready, as it
-		// does the fleet's (both carry kwok.x-k8s.io/node: fake).
+		// On kind too: Karpenter runs there as its chart's Deployment,
+		// and the kwok controller in it keeps the nodes Karpenter makes
+		// Ready, as it does the fleet's (both carry kwok.x-k8s.io/node: fake).
 		return r.startAutoscaler(ctx)
 	}
 	return nil

@@ -74,7 +74,8 @@ func GPUOperatorFileName(rel string) string {
 func GPUOperatorVersion() string { return gpuOperatorVersion }
 
 // KarpenterModule carries the CRDs of Karpenter's NodePools and NodeClaims
-// and of its KWOK provider's node class: an autoscaled pool's objects.
+// and of its KWOK provider's node class (an autoscaled pool's objects),
+// and the provider's Helm chart.
 const KarpenterModule = "sigs.k8s.io/karpenter"
 
 // karpenterVersion is the Karpenter release whose CRDs the harness
@@ -91,8 +92,20 @@ var KarpenterCRDs = []string{
 	"kwok/apis/crds/karpenter.kwok.sh_kwoknodeclasses.yaml",
 }
 
-//go:embed karpenter
+// all: keeps the chart's _helpers.tpl.
+//
+//go:embed all:karpenter
 var karpenter embed.FS
+
+// KarpenterChartDir is the KWOK provider's Helm chart in the Karpenter
+// module, embedded with every file.
+const KarpenterChartDir = "kwok/charts"
+
+// KarpenterChart returns the KWOK provider's chart's files, relative to
+// its root.
+func KarpenterChart() (fs.FS, error) {
+	return fs.Sub(karpenter, path.Join("karpenter", KarpenterChartDir))
+}
 
 // KarpenterFile returns a file of the Karpenter module as the pinned
 // version ships it.

@@ -1,0 +1,315 @@
+// Copyright 2026 The gpupool Authors.
+// SPDX-License-Identifier: Apache-2.0
+
+package autoscaler
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpupool/gpupool/e2e/helmchart"
+	"github.com/gpupool/gpupool/e2e/upstream"
+	"github.com/gpupool/gpupool/e2e/wait"
+)
+
+// Karpenter inside a cluster with real nodes (kind) is the Deployment its
+// KWOK provider's own Helm chart makes (autoscaler-facts §2.5), installed
+// as upstream installs it: release "karpenter" in kube-system. Its
+// permissions are then the chart's (§2.9), its node writes and evictions
+// those of its service account, as in a team's cluster.
+const (
+	ReleaseName      = "karpenter"
+	ReleaseNamespace = "kube-system"
+	// ChartSource names the chart in errors and in what a run applied.
+	ChartSource = "the Karpenter KWOK provider's chart"
+
+	instanceTypesConfigMap = "karpenter-instance-types"
+	instanceTypesDir       = "/etc/karpenter"
+	instanceTypesKey       = "instance-types.json"
+	container              = "controller"
+	// logInstanceTypesFailed is what the provider logs, and then runs on
+	// with no instance type to sell, when it cannot read the file
+	// (autoscaler-facts §3.4).
+	logInstanceTypesFailed = "failed constructing instance types"
+)
+
+// InClusterOptions make Karpenter's Deployment.
+type InClusterOptions struct {
+	// Image is the KWOK provider's image, loaded into the nodes
+	// (hack/build-kind-images.sh): "name:tag".
+	Image string
+	// InstanceTypes are what the cloud offers.
+	InstanceTypes []InstanceType
+	// FeatureGates are the candidate's (none: Karpenter's defaults).
+	FeatureGates map[string]bool
+	// LogInfo logs at level info (what it decided and why), else errors only.
+	LogInfo bool
+	// KubeVersion is the cluster's ("v1.37.2").
+	KubeVersion string
+}
+
+// InClusterObjects renders the chart with the values gpupool sets, and
+// adds the ConfigMap the instance types are read from. Values cannot say
+// all of it; the rest is patched after rendering, each patch saying why.
+func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error) {
+	repo, tag, ok := strings.Cut(opt.Image, ":")
+	if !ok || repo == "" || tag == "" {
+		return nil, fmt.Errorf("autoscaler: image %q is not name:tag", opt.Image)
+	}
+	if len(opt.InstanceTypes) == 0 {
+		return nil, errors.New("autoscaler: no instance types for the cloud to offer")
+	}
+	fsys, err := upstream.KarpenterChart()
+	if err != nil {
+		return nil, err
+	}
+	ch, err := helmchart.Load(fsys, "Karpenter "+upstream.KarpenterVersion()+" KWOK chart")
+	if err != nil {
+		return nil, err
+	}
+	vals := inClusterValues(repo, tag, opt.LogInfo)
+	if errs := ch.Unknown(vals, nil); len(errs) > 0 {
+		return nil, fmt.Errorf("autoscaler: %w", errors.Join(errs...))
+	}
+	ms, err := ch.Render(ReleaseName, ReleaseNamespace, opt.KubeVersion, vals, "values")
+	if err != nil {
+		return nil, fmt.Errorf("autoscaler: %w", err)
+	}
+	types, err := json.MarshalIndent(opt.InstanceTypes, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": instanceTypesConfigMap, "namespace": ReleaseNamespace},
+		"data":     map[string]any{instanceTypesKey: string(types)},
+	}}
+	// The ConfigMap first: the pod reads the file once, at its start
+	// (autoscaler-facts §3.4).
+	out := []*unstructured.Unstructured{cm}
+	deployments := 0
+	for _, m := range ms {
+		if m.Object.GetKind() == "Deployment" {
+			deployments++
+			if err := patchDeployment(m.Object, opt.FeatureGates); err != nil {
+				return nil, fmt.Errorf("autoscaler: %s: %w", m.Template, err)
+			}
+		}
+		out = append(out, m.Object)
+	}
+	if deployments != 1 {
+		return nil, fmt.Errorf("autoscaler: the chart rendered %d Deployments, not one", deployments)
+	}
+	return out, nil
+}
+
+func inClusterValues(repo, tag string, info bool) map[string]any {
+	level := "error"
+	if info {
+		level = "info"
+	}
+	return map[string]any{
+		// Loaded into the nodes, never pulled; the tag must be set: the
+		// chart's default is not the module's release (autoscaler-facts §2.7).
+		"imagePullPolicy": string(corev1.PullNever),
+		"logLevel":        level,
+		"controller": map[string]any{
+			"image": map[string]any{"repository": repo, "tag": tag},
+			"env": []any{
+				map[string]any{"name": "INSTANCE_TYPES_FILE_PATH", "value": instanceTypesDir + "/" + instanceTypesKey},
+				// One Karpenter, the run's: no lease to win or wait for
+				// after a restart (autoscaler-facts §2.3).
+				map[string]any{"name": "DISABLE_LEADER_ELECTION", "value": "true"},
+			},
+			"extraVolumeMounts": []any{map[string]any{"name": "instance-types", "mountPath": instanceTypesDir, "readOnly": true}},
+		},
+		"extraVolumes": []any{map[string]any{"name": "instance-types", "configMap": map[string]any{"name": instanceTypesConfigMap}}},
+		// Never on a node Karpenter made, nor on a fleet's KWOK node,
+		// where kwok would only pretend to run it.
+		"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+			"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "karpenter.sh/nodepool", "operator": "DoesNotExist"},
+				map[string]any{"key": "type", "operator": "NotIn", "values": []any{"kwok"}},
+			}}},
+		}}},
+		// The kind node may keep its control-plane taint.
+		"tolerations":                   []any{map[string]any{"operator": "Exists"}},
+		"terminationGracePeriodSeconds": 10,
+	}
+}
+
+// patchDeployment sets what the chart's values cannot:
+//   - FEATURE_GATES: the chart's value does not parse with its own values
+//     and cannot name NodeOverlay (autoscaler-facts §2.6). The candidate's
+//     gates, or none for Karpenter's defaults, as the process beside the
+//     cluster is given them.
+//   - the readiness probe every second from the start, not every 10 s
+//     from 5 s (§2.8): the run waits for it.
+func patchDeployment(d *unstructured.Unstructured, gates map[string]bool) error {
+	cs, _, err := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if err != nil || len(cs) == 0 {
+		return fmt.Errorf("no containers (%v)", err)
+	}
+	c, ok := cs[0].(map[string]any)
+	if !ok || c["name"] != container {
+		return fmt.Errorf("the first container is not %q", container)
+	}
+	env, _ := c["env"].([]any)
+	var kept []any
+	found := false
+	for _, e := range env {
+		if m, ok := e.(map[string]any); ok && m["name"] == "FEATURE_GATES" {
+			found = true
+			if len(gates) > 0 {
+				kept = append(kept, map[string]any{"name": "FEATURE_GATES", "value": GateString(gates)})
+			}
+			continue
+		}
+		kept = append(kept, e)
+	}
+	if !found {
+		return errors.New("no FEATURE_GATES to replace")
+	}
+	c["env"] = kept
+	probe, _ := c["readinessProbe"].(map[string]any)
+	if probe == nil {
+		return errors.New("no readinessProbe")
+	}
+	probe["initialDelaySeconds"] = int64(0)
+	probe["periodSeconds"] = int64(1)
+	return unstructured.SetNestedSlice(d.Object, cs, "spec", "template", "spec", "containers")
+}
+
+// GateString is feature gates as --feature-gates and FEATURE_GATES take
+// them: "A=true,B=false", sorted.
+func GateString(gates map[string]bool) string {
+	var out []string
+	for _, g := range slices.Sorted(maps.Keys(gates)) {
+		out = append(out, fmt.Sprintf("%s=%t", g, gates[g]))
+	}
+	return strings.Join(out, ",")
+}
+
+// Deployed is Karpenter running as the chart's Deployment.
+type Deployed struct {
+	client kubernetes.Interface
+	sel    string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartDeployed waits until the Deployment the objects made is available,
+// fails at once if its container crashes or the provider could not read
+// its instance types, and follows its log into log (nil: none).
+func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writer, timeout time.Duration) (*Deployed, error) {
+	d, err := client.AppsV1().Deployments(ReleaseNamespace).Get(ctx, ReleaseName, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("autoscaler: %w", err)
+	}
+	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
+	k := &Deployed{client: client, sel: sel}
+	var pod string
+	err = wait.For(ctx, fmt.Sprintf("Karpenter's Deployment %s/%s to be available", ReleaseNamespace, ReleaseName), timeout, func(ctx context.Context) (bool, string, error) {
+		pods, err := client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, "", err
+		}
+		if len(pods.Items) == 0 {
+			return false, "no pod yet", nil
+		}
+		p := &pods.Items[0]
+		pod = p.Name
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 || cs.State.Terminated != nil {
+				return false, "", fmt.Errorf("autoscaler: Karpenter's pod %s ended (restarts %d): %s", p.Name, cs.RestartCount, k.logTail(ctx, p.Name, cs.RestartCount > 0))
+			}
+			if w := cs.State.Waiting; w != nil && w.Reason != "ContainerCreating" {
+				return false, "", fmt.Errorf("autoscaler: Karpenter's pod %s is waiting: %s %s", p.Name, w.Reason, w.Message)
+			}
+			if cs.Ready {
+				return true, "", nil
+			}
+		}
+		return false, fmt.Sprintf("pod %s %s on %q, not ready", p.Name, p.Status.Phase, p.Spec.NodeName), nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Its instance types are read before it serves /readyz: a failure to
+	// read them is in the log by now, and is not fatal to it (§3.4).
+	if t := k.logTail(ctx, pod, false); strings.Contains(t, logInstanceTypesFailed) {
+		return nil, fmt.Errorf("autoscaler: Karpenter in pod %s has no instance types to sell: %s", pod, t)
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	k.cancel, k.done = cancel, make(chan struct{})
+	go func() {
+		defer close(k.done)
+		if log != nil {
+			k.follow(lctx, pod, log)
+		}
+	}()
+	return k, nil
+}
+
+// logTail is the end of the container's log (its previous run's, after a
+// restart).
+func (k *Deployed) logTail(ctx context.Context, pod string, previous bool) string {
+	lines := int64(20)
+	b, err := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(ctx)
+	if err != nil {
+		return "(its log: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func (k *Deployed) follow(ctx context.Context, pod string, w io.Writer) {
+	rc, err := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
+	if err != nil {
+		return
+	}
+	defer rc.Close()
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		fmt.Fprintln(w, sc.Text())
+	}
+}
+
+// Stop deletes the Deployment and waits until its pod is gone: only then
+// does nothing make nodes. What Karpenter made stays, as with the process.
+func (k *Deployed) Stop(ctx context.Context) error {
+	if k.cancel != nil {
+		k.cancel()
+		<-k.done
+	}
+	fg := metav1.DeletePropagationForeground
+	err := k.client.AppsV1().Deployments(ReleaseNamespace).Delete(ctx, ReleaseName, metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("autoscaler: deleting Karpenter's Deployment: %w", err)
+	}
+	return wait.For(ctx, "Karpenter's pod to be gone", 15*time.Second, func(ctx context.Context) (bool, string, error) {
+		pods, err := k.client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
+		if err != nil {
+			return false, "", err
+		}
+		if len(pods.Items) == 0 {
+			return true, "", nil
+		}
+		return false, fmt.Sprintf("pod %s %s", pods.Items[0].Name, pods.Items[0].Status.Phase), nil
+	})
+}
