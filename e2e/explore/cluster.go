@@ -426,12 +426,16 @@ func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via 
 // awaitSight waits until the simulated kubelet has recorded what the
 // pod's containers see (fakegpu.AnnotationGPUSight), or the pod ended (a
 // kubelet refused it: it sees nothing), or the kubelet holds every
-// container unstarted for claims it cannot prepare (it sees nothing). A pod on a real kubelet never
-// gets the record: it comes back as it was at the deadline, judged as
-// seeing nothing. A pod deleted before its kubelet decided comes back
-// nil: it held nothing, and a copy read earlier is not what it became.
+// container unstarted for claims it cannot prepare (it sees nothing), or
+// its node is gone (no kubelet will start it: it sees nothing; a node
+// the autoscaler removed since the space was read, named by nodeName).
+// A pod on a real kubelet never gets the record: it comes back as it was
+// at the deadline, judged as seeing nothing. A pod deleted before its
+// kubelet decided comes back nil: it held nothing, and a copy read
+// earlier is not what it became.
 func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	out := p
+	var nodeRead time.Time
 	err := wait.Every(ctx, fmt.Sprintf("the simulated kubelet to record what pod %s/%s's containers see", p.Namespace, p.Name), c.timeout(), pollInterval, func(ctx context.Context) (bool, string, error) {
 		got, err := c.Client.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -456,7 +460,19 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 				recorded = false
 			}
 		}
-		return recorded || ended || refusedToStart(got), "phase " + string(got.Status.Phase) + ", what its containers see (as they are now) not recorded yet", nil
+		if recorded || ended || refusedToStart(got) {
+			return true, "", nil
+		}
+		// Once a second: most pods are recorded within a poll or two.
+		if time.Since(nodeRead) >= time.Second {
+			nodeRead = time.Now()
+			if _, err := c.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				return true, "", nil
+			} else if err != nil {
+				return false, "", err
+			}
+		}
+		return false, "phase " + string(got.Status.Phase) + ", what its containers see (as they are now) not recorded yet", nil
 	})
 	var te *wait.TimeoutError
 	if errors.As(err, &te) {
