@@ -4,7 +4,6 @@
 package autoscaler
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -67,10 +66,13 @@ type InClusterOptions struct {
 // adds the ConfigMap the instance types are read from. Values cannot say
 // all of it; the rest is patched after rendering, each patch saying why.
 func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error) {
-	repo, tag, ok := strings.Cut(opt.Image, ":")
-	if !ok || repo == "" || tag == "" {
+	// The tag's colon is the last one after the last slash: a registry
+	// may have a port.
+	i := strings.LastIndex(opt.Image, ":")
+	if i <= strings.LastIndex(opt.Image, "/") || i == 0 || i == len(opt.Image)-1 {
 		return nil, fmt.Errorf("autoscaler: image %q is not name:tag", opt.Image)
 	}
+	repo, tag := opt.Image[:i], opt.Image[i+1:]
 	if len(opt.InstanceTypes) == 0 {
 		return nil, errors.New("autoscaler: no instance types for the cloud to offer")
 	}
@@ -209,31 +211,38 @@ func GateString(gates map[string]bool) string {
 type Deployed struct {
 	client kubernetes.Interface
 	sel    string
+	pod    string
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// StartDeployed waits until the Deployment the objects made is available,
-// fails at once if its container crashes or the provider could not read
-// its instance types, and follows its log into log (nil: none).
-func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writer, timeout time.Duration) (*Deployed, error) {
+// StartDeployed waits until the Deployment the objects made has a ready
+// pod, fails at once if its container crashes or the provider could not
+// read its instance types, and follows its log into log (nil: none). On
+// failure the Deployment is deleted: nothing is left making nodes.
+func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writer, timeout time.Duration) (_ *Deployed, err error) {
+	ctx, cancelStart := context.WithTimeout(ctx, timeout)
+	defer cancelStart()
 	d, err := client.AppsV1().Deployments(ReleaseNamespace).Get(ctx, ReleaseName, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("autoscaler: %w", err)
 	}
-	sel := labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()
-	k := &Deployed{client: client, sel: sel}
-	var pod string
-	err = wait.For(ctx, fmt.Sprintf("Karpenter's Deployment %s/%s to be available", ReleaseNamespace, ReleaseName), timeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	k := &Deployed{client: client, sel: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()}
+	defer func() {
 		if err != nil {
-			return false, "", err
+			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+			defer cancel()
+			if serr := k.Stop(sctx); serr != nil {
+				err = fmt.Errorf("%w (and removing it: %v)", err, serr)
+			}
 		}
-		if len(pods.Items) == 0 {
-			return false, "no pod yet", nil
+	}()
+	err = wait.For(ctx, fmt.Sprintf("Karpenter's Deployment %s/%s to have a ready pod", ReleaseNamespace, ReleaseName), timeout, func(ctx context.Context) (bool, string, error) {
+		p, err := k.current(ctx)
+		if err != nil || p == nil {
+			return false, "no pod yet", err
 		}
-		p := &pods.Items[0]
-		pod = p.Name
+		k.pod = p.Name
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.RestartCount > 0 || cs.State.Terminated != nil {
 				return false, "", fmt.Errorf("autoscaler: Karpenter's pod %s ended (restarts %d): %s", p.Name, cs.RestartCount, k.logTail(ctx, p.Name, cs.RestartCount > 0))
@@ -245,25 +254,48 @@ func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writ
 				return true, "", nil
 			}
 		}
-		return false, fmt.Sprintf("pod %s %s on %q, not ready", p.Name, p.Status.Phase, p.Spec.NodeName), nil
+		why := ""
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+				why = " (" + c.Reason + ": " + c.Message + ")"
+			}
+		}
+		return false, fmt.Sprintf("pod %s %s on %q, not ready%s", p.Name, p.Status.Phase, p.Spec.NodeName, why), nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	// Its instance types are read before it serves /readyz: a failure to
-	// read them is in the log by now, and is not fatal to it (§3.4).
-	if t := k.logTail(ctx, pod, false); strings.Contains(t, logInstanceTypesFailed) {
-		return nil, fmt.Errorf("autoscaler: Karpenter in pod %s has no instance types to sell: %s", pod, t)
+	// read them is in its log by now, and is not fatal to it (§3.4).
+	if l := k.logSince(ctx, k.pod); strings.Contains(l, logInstanceTypesFailed) {
+		return nil, fmt.Errorf("autoscaler: Karpenter in pod %s has no instance types to sell: %s", k.pod, lineWith(l, logInstanceTypesFailed))
 	}
 	lctx, cancel := context.WithCancel(context.Background())
 	k.cancel, k.done = cancel, make(chan struct{})
 	go func() {
 		defer close(k.done)
 		if log != nil {
-			k.follow(lctx, pod, log)
+			k.follow(lctx, k.pod, log)
 		}
 	}()
 	return k, nil
+}
+
+// stopTimeout bounds Stop: the pod's grace period is 10 s.
+const stopTimeout = 30 * time.Second
+
+// current is the Deployment's pod that is not being deleted, if any.
+func (k *Deployed) current(ctx context.Context) (*corev1.Pod, error) {
+	pods, err := k.client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
+	if err != nil {
+		return nil, err
+	}
+	for i := range pods.Items {
+		if pods.Items[i].DeletionTimestamp == nil {
+			return &pods.Items[i], nil
+		}
+	}
+	return nil, nil
 }
 
 // logTail is the end of the container's log (its previous run's, after a
@@ -277,32 +309,53 @@ func (k *Deployed) logTail(ctx context.Context, pod string, previous bool) strin
 	return strings.TrimSpace(string(b))
 }
 
+// logSince is the container's whole log so far, up to 4 MiB.
+func (k *Deployed) logSince(ctx context.Context, pod string) string {
+	limit := int64(4 << 20)
+	b, _ := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).DoRaw(ctx)
+	return string(b)
+}
+
+func lineWith(log, s string) string {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, s) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+// follow copies the container's log until it ends (the pod goes) or ctx
+// does.
 func (k *Deployed) follow(ctx context.Context, pod string, w io.Writer) {
 	rc, err := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
 	if err != nil {
 		return
 	}
 	defer rc.Close()
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		fmt.Fprintln(w, sc.Text())
-	}
+	_, _ = io.Copy(w, rc)
 }
 
 // Stop deletes the Deployment and waits until its pod is gone: only then
-// does nothing make nodes. What Karpenter made stays, as with the process.
+// does nothing make nodes. What Karpenter made stays, as with the
+// process, and so do the chart's other objects (RBAC, ConfigMap), which
+// go with the cluster. A restart during the run is reported: a crashed
+// Karpenter made nothing while it was down.
 func (k *Deployed) Stop(ctx context.Context) error {
-	if k.cancel != nil {
-		k.cancel()
-		<-k.done
+	var restarted error
+	if p, err := k.current(ctx); err == nil && p != nil {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.RestartCount > 0 && k.done != nil {
+				restarted = fmt.Errorf("autoscaler: Karpenter's pod %s restarted %d times during the run: %s", p.Name, cs.RestartCount, k.logTail(ctx, p.Name, true))
+			}
+		}
 	}
 	fg := metav1.DeletePropagationForeground
 	err := k.client.AppsV1().Deployments(ReleaseNamespace).Delete(ctx, ReleaseName, metav1.DeleteOptions{PropagationPolicy: &fg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("autoscaler: deleting Karpenter's Deployment: %w", err)
 	}
-	return wait.For(ctx, "Karpenter's pod to be gone", 15*time.Second, func(ctx context.Context) (bool, string, error) {
+	err = wait.For(ctx, "Karpenter's pod to be gone", stopTimeout, func(ctx context.Context) (bool, string, error) {
 		pods, err := k.client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
 		if err != nil {
 			return false, "", err
@@ -312,4 +365,11 @@ func (k *Deployed) Stop(ctx context.Context) error {
 		}
 		return false, fmt.Sprintf("pod %s %s", pods.Items[0].Name, pods.Items[0].Status.Phase), nil
 	})
+	// The log stream ends with the pod; its last lines are Karpenter's
+	// own shutdown.
+	if k.cancel != nil {
+		k.cancel()
+		<-k.done
+	}
+	return errors.Join(restarted, err)
 }

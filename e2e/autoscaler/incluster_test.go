@@ -100,7 +100,18 @@ func TestInClusterDeployment(t *testing.T) {
 	assert.GreaterOrEqual(t, kinds["ClusterRoleBinding"], 2)
 }
 
-func TestInClusterRefusesBadImage(t *testing.T) {
-	_, err := InClusterObjects(InClusterOptions{Image: "no-tag", InstanceTypes: []InstanceType{{Name: "x"}}, KubeVersion: "v1.37.2"})
-	assert.ErrorContains(t, err, "not name:tag")
+func TestInClusterImage(t *testing.T) {
+	types := []InstanceType{{Name: "x"}}
+	for _, bad := range []string{"no-tag", "registry:5000/karpenter", "karpenter:", ":v1"} {
+		_, err := InClusterObjects(InClusterOptions{Image: bad, InstanceTypes: types, KubeVersion: "v1.37.2"})
+		assert.ErrorContains(t, err, "not name:tag", bad)
+	}
+	objs, err := InClusterObjects(InClusterOptions{Image: "registry:5000/karpenter:v1", InstanceTypes: types, KubeVersion: "v1.37.2"})
+	require.NoError(t, err)
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			assert.Equal(t, "registry:5000/karpenter:v1", cs[0].(map[string]any)["image"])
+		}
+	}
 }

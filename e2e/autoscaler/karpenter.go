@@ -1,11 +1,13 @@
 // Copyright 2026 The gpupool Authors.
 // SPDX-License-Identifier: Apache-2.0
 
-// Package autoscaler runs a real autoscaler beside a cluster: Karpenter
-// with its KWOK cloud provider (sigs.k8s.io/karpenter/kwok), built from its
-// Go module by hack/build-control-plane.sh. The "cloud" it scales is a list
-// of instance types; the nodes it makes are KWOK nodes, which the
-// simulated NVIDIA stack takes over as it does a fleet's.
+// Package autoscaler runs a real autoscaler for a cluster: Karpenter with
+// its KWOK cloud provider (sigs.k8s.io/karpenter/kwok), built from its Go
+// module by hack/build-control-plane.sh, beside the cluster as a process
+// (Start) or inside it as its chart's Deployment (incluster.go). The
+// "cloud" it scales is a list of instance types; the nodes it makes are
+// KWOK nodes, which the simulated NVIDIA stack takes over as it does a
+// fleet's.
 package autoscaler
 
 import (

@@ -173,10 +173,15 @@ func (r *Run) OverlayGate() autoscaler.OverlayGate {
 // for the cluster's removal (embedded), or for RemoveOwned.
 func (r *Run) stopAutoscaler() {
 	if r.karpenter != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		// The Deployment's pod has a 10 s grace period; the process
+		// is killed after 10 s.
+		ctx, cancel := context.WithTimeout(context.Background(), 35*time.Second)
 		defer cancel()
+		start := time.Now()
 		if err := r.karpenter.Stop(ctx); err != nil {
 			r.Log("stopping Karpenter: %v", err)
+		} else {
+			r.Log("autoscaler: Karpenter stopped in %s", time.Since(start).Round(time.Millisecond))
 		}
 		r.karpenter = nil
 	}
