@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -129,6 +130,32 @@ type watched struct {
 	cs             kubernetes.Interface
 	nodes, dra     []metav1.Object
 	nodesOK, draOK bool
+	mapped         map[corev1.ResourceName]bool
+	mappedOK       bool
+}
+
+// listMapped lists the extended resources DeviceClasses map, by
+// spec.extendedResourceName or the implicit
+// deviceclass.resource.kubernetes.io/<class> (none where DRA is not
+// served).
+func (w *watched) listMapped(ctx context.Context) (map[corev1.ResourceName]bool, error) {
+	if !w.mappedOK {
+		w.mapped = map[corev1.ResourceName]bool{}
+		classes, err := w.cs.ResourceV1().DeviceClasses().List(ctx, metav1.ListOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		if err == nil {
+			for _, c := range classes.Items {
+				w.mapped[corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix+c.Name)] = true
+				if c.Spec.ExtendedResourceName != nil {
+					w.mapped[corev1.ResourceName(*c.Spec.ExtendedResourceName)] = true
+				}
+			}
+		}
+		w.mappedOK = true
+	}
+	return w.mapped, nil
 }
 
 func (w *watched) listNodes(ctx context.Context) ([]metav1.Object, error) {
@@ -198,7 +225,11 @@ func (f *finality) check(ctx context.Context, w *watched, p *corev1.Pod) (string
 		}
 	}
 	settle, newest := SettleTime, ""
-	if mayUseDRA(p) {
+	dra, err := w.mayUseDRA(ctx, p)
+	if err != nil {
+		return "", false, err
+	}
+	if dra {
 		written, err := w.listDRA(ctx)
 		if err != nil {
 			return "", false, err
@@ -220,23 +251,40 @@ func (f *finality) check(ctx context.Context, w *watched, p *corev1.Pod) (string
 }
 
 // mayUseDRA says whether the scheduler may serve the pod through DRA: it
-// references claims, or asks for an extended resource a DeviceClass may map.
-func mayUseDRA(p *corev1.Pod) bool {
+// references claims, or asks for an extended resource a DeviceClass maps.
+// A pod short of a resource no class maps is judged by NodeResourcesFit
+// alone, which no ResourceClaim or ResourceSlice write retries
+// (scheduler-facts §2.2 to §2.4); a class that comes to map it is seen
+// here on the next poll (its Add and Update do retry it, §2.3).
+func (w *watched) mayUseDRA(ctx context.Context, p *corev1.Pod) (bool, error) {
 	if len(p.Spec.ResourceClaims) > 0 {
-		return true
+		return true, nil
 	}
+	var asked []corev1.ResourceName
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, c := range cs {
 			for _, rl := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
 				for name := range rl {
 					if strings.Contains(string(name), "/") {
-						return true
+						asked = append(asked, name)
 					}
 				}
 			}
 		}
 	}
-	return false
+	if len(asked) == 0 {
+		return false, nil
+	}
+	mapped, err := w.listMapped(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range asked {
+		if mapped[name] {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // PendingWith asserts the pod is not scheduled and the scheduler's
