@@ -131,6 +131,7 @@ type watched struct {
 	nodes, dra     []metav1.Object
 	nodesOK, draOK bool
 	mapped         map[corev1.ResourceName]bool
+	classes        []metav1.Object
 	mappedOK       bool
 }
 
@@ -146,7 +147,8 @@ func (w *watched) listMapped(ctx context.Context) (map[corev1.ResourceName]bool,
 			return nil, err
 		}
 		if err == nil {
-			for _, c := range classes.Items {
+			for i, c := range classes.Items {
+				w.classes = append(w.classes, &classes.Items[i])
 				w.mapped[corev1.ResourceName(resourcev1.ResourceDeviceClassPrefix+c.Name)] = true
 				if c.Spec.ExtendedResourceName != nil {
 					w.mapped[corev1.ResourceName(*c.Spec.ExtendedResourceName)] = true
@@ -234,7 +236,9 @@ func (f *finality) check(ctx context.Context, w *watched, p *corev1.Pod) (string
 		if err != nil {
 			return "", false, err
 		}
-		for _, o := range written {
+		// A DeviceClass added or changed retries the pod too
+		// (scheduler-facts §2.3, §3.1); mayUseDRA has listed them.
+		for _, o := range append(slices.Clone(written), w.classes...) {
 			if !newer(o) {
 				continue
 			}
