@@ -103,3 +103,18 @@ func DefaultMIGPartedConfig() (*fakegpu.MIGPartedConfig, error) {
 	}
 	return cfg, nil
 }
+
+// Settled is what a node with these labels and annotations advertises
+// once its simulated stack has settled under the candidate's GPU Operator
+// config (fakegpu.Stack.Node); false when the plan holds no config or the
+// node carries no GPU inventory.
+func (p *Plan) Settled(labels, annotations map[string]string) (fakegpu.NodeResult, bool) {
+	if p == nil || p.Stack == nil {
+		return fakegpu.NodeResult{}, false
+	}
+	inv, isGPU, err := fakegpu.Inventory(annotations)
+	if !isGPU || err != nil {
+		return fakegpu.NodeResult{}, false
+	}
+	return p.Stack.Node(labels, inv), true
+}

@@ -99,14 +99,10 @@ func stuckNode(ctx context.Context, r *harness.Run, dyn dynamic.Interface, p fle
 // settled state advertises none of res (false when the run holds no
 // config to tell).
 func settlesWithout(r *harness.Run, n *corev1.Node, res []string) bool {
-	if r.Stack == nil {
+	settled, ok := r.Plan.Settled(n.Labels, n.Annotations)
+	if !ok {
 		return false
 	}
-	inv, isGPU, err := fakegpu.Inventory(n.Annotations)
-	if !isGPU || err != nil {
-		return false
-	}
-	settled := r.Stack.Node(n.Labels, inv)
 	for _, name := range res {
 		if settled.Resources[name] > 0 {
 			return false

@@ -205,15 +205,8 @@ func runMIGPod(ctx context.Context, t *testing.T, r *harness.Run, check string, 
 // or the run holds no config): the node's settled state, from the same
 // pure function its simulated stack runs (fakegpu.Stack.Node).
 func neverAdvertises(r *harness.Run, n *corev1.Node, res string) string {
-	if r.Plan == nil || r.Stack == nil {
-		return ""
-	}
-	inv, isGPU, err := fakegpu.Inventory(n.Annotations)
-	if !isGPU || err != nil {
-		return ""
-	}
-	settled := r.Stack.Node(n.Labels, inv)
-	if settled.Resources[res] > 0 {
+	settled, ok := r.Plan.Settled(n.Labels, n.Annotations)
+	if !ok || settled.Resources[res] > 0 {
 		return ""
 	}
 	return fmt.Sprintf("under the candidate's GPU Operator config node %s never advertises %s with MIG layout %s (it settles on %s)",
