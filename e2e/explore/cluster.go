@@ -426,13 +426,14 @@ func deleteWorkload(ctx context.Context, cs kubernetes.Interface, ns, name, via 
 // awaitSight waits until the simulated kubelet has recorded what the
 // pod's containers see (fakegpu.AnnotationGPUSight), or the pod ended (a
 // kubelet refused it: it sees nothing), or the kubelet holds every
-// container unstarted for claims it cannot prepare (it sees nothing), or
-// its node is gone (no kubelet will start it: it sees nothing; a node
-// the autoscaler removed since the space was read, named by nodeName).
+// container unstarted for claims it cannot prepare (it sees nothing).
 // A pod on a real kubelet never gets the record: it comes back as it was
 // at the deadline, judged as seeing nothing. A pod deleted before its
 // kubelet decided comes back nil: it held nothing, and a copy read
-// earlier is not what it became.
+// earlier is not what it became. So does a pod whose node is gone before
+// its kubelet decided (a node the autoscaler removed since the space was
+// read, named by nodeName): no kubelet admitted it, so it holds nothing
+// and sees nothing, and it is no tenant's pod on that node any more.
 func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, error) {
 	out := p
 	var nodeRead time.Time
@@ -467,6 +468,7 @@ func (c *Cluster) awaitSight(ctx context.Context, p *corev1.Pod) (*corev1.Pod, e
 		if time.Since(nodeRead) >= time.Second {
 			nodeRead = time.Now()
 			if _, err := c.Client.CoreV1().Nodes().Get(ctx, got.Spec.NodeName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				out = nil
 				return true, "", nil
 			} else if err != nil {
 				return false, "", err

@@ -422,6 +422,28 @@ func TestNodeReadsANodeThatCameLater(t *testing.T) {
 	assert.False(t, ok, "no Describe: no node comes")
 }
 
+// A pod bound by nodeName to a node the autoscaler removed before its
+// kubelet decided holds nothing there: it is not judged as living on the
+// node's copy the space read (seen as a false trust violation on a
+// reference run, seed 5176830074596035099).
+func TestAwaitSightOfAPodWhoseNodeIsGone(t *testing.T) {
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "tenant-a"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	orphan, waiting := pod("orphan", "burst-gone"), pod("waiting", "burst-1")
+	c := &Cluster{Client: fake.NewClientset(orphan, waiting, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "burst-1"}}), Timeout: 300 * time.Millisecond}
+	ctx := context.Background()
+	start := time.Now()
+	got, err := c.awaitSight(ctx, orphan)
+	require.NoError(t, err)
+	assert.Nil(t, got, "no kubelet admitted it: it holds and sees nothing")
+	assert.Less(t, time.Since(start), 250*time.Millisecond, "judged at once, not at the deadline")
+	got, err = c.awaitSight(ctx, waiting)
+	require.NoError(t, err)
+	require.NotNil(t, got, "a node that is there, a kubelet that never records: judged as it was at the deadline")
+	assert.Equal(t, "waiting", got.Name)
+}
+
 func TestReportSaysWhichPoolsTheBudgetReached(t *testing.T) {
 	r := Report{Rule: "explore.x", Seed: 1, Judged: 3, Drawn: 3, Placed: map[string]int{"gpu-l4-shared-burst": 1, "gpu-h100-exclusive": 2}}
 	assert.Contains(t, r.String(), "pods judged where they landed, by pool: gpu-h100-exclusive 2, gpu-l4-shared-burst 1")
