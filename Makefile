@@ -139,11 +139,14 @@ BENCH_PODS ?= 4000,20000,2000
 BENCH_DRA_FLEET ?= manifests/fleets/scale-dra-500.yaml
 BENCH_DRA_WORKLOAD ?= manifests/workloads/dra-claims.yaml
 BENCH_INPROCESS := reports/out/bench-inprocess.json
+BENCH_AUTOSCALE_FLEET ?= manifests/fleets/scale-5k-autoscale.yaml
+BENCH_AUTOSCALE_WORKLOAD ?= manifests/workloads/autoscale-burst.yaml
 bench-scale: build
 	bash hack/bench-inprocess.sh $(BENCH_INPROCESS)
 	$(BIN) scale --fleets manifests/fleets/scale-5k.yaml --workload manifests/workloads/in-process-ratio.yaml --inprocess $(BENCH_INPROCESS) --out reports/out/bench-ratio
 	$(BIN) scale --fleets $(BENCH_FLEETS) --pods $(BENCH_PODS) --out reports/out/bench-scale
 	$(BIN) scale --fleets $(BENCH_DRA_FLEET) --workload $(BENCH_DRA_WORKLOAD) --out reports/out/bench-scale-dra
+	$(BIN) scale --fleets $(BENCH_AUTOSCALE_FLEET) --candidate manifests/candidates/scale --workload $(BENCH_AUTOSCALE_WORKLOAD) --out reports/out/bench-scale-autoscale
 
 vet:
 	$(GO) vet ./...

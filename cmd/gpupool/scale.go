@@ -167,7 +167,7 @@ func scaleCommand() *cobra.Command {
 			label := fmt.Sprintf("%s (%d nodes)", j.plan.Fleet.Metadata.Name, j.plan.Fleet.TotalNodes())
 			name := fmt.Sprintf("%s-%d", runID, i)
 			res, err := runner.Scale(ctx, runner.ScaleSpec{Name: name, Plan: j.plan, Workload: j.w,
-				Existing: existing, InstallCandidate: candidate != "", StackImages: stack, Tuning: tuning, ProfileDir: profileDir, Output: output})
+				Existing: existing, InstallCandidate: candidate != "", StackImages: stack, Tuning: tuning, ProfileDir: profileDir, ReportDir: dir, Output: output})
 			run := runner.ScaleRun{Label: label, Fleet: j.plan.Fleet.File, Result: res}
 			if err != nil {
 				run.Error = err.Error()

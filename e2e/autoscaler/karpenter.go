@@ -175,6 +175,19 @@ func (k *Karpenter) Stop(ctx context.Context) error {
 // Log is the tail of Karpenter's log.
 func (k *Karpenter) Log() string { return k.log.String() }
 
+// Processes is Karpenter's process (not the network namespace's helper
+// that runs it), for a scale run's CPU and memory figures.
+func (k *Karpenter) Processes() []cluster.Process {
+	var out []cluster.Process
+	for _, p := range cluster.ProcessesUnder(k.dir) {
+		if p.Name == filepath.Base(Binary()) {
+			p.Name = "karpenter"
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // tail keeps the last max bytes written.
 type tail struct {
 	mu  sync.Mutex

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/candidate"
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/upstream"
 	"github.com/gpupool/gpupool/e2e/versions"
@@ -121,6 +122,15 @@ func (r *Run) deployKarpenter(ctx context.Context, image string, types []autosca
 		}
 	}
 	return autoscaler.StartDeployed(ctx, r.Client, r.opt.AutoscalerLog, 90*time.Second)
+}
+
+// AutoscalerProcesses is the processes of the Karpenter the run started
+// beside the cluster (none when it runs in the cluster, or not at all).
+func (r *Run) AutoscalerProcesses() []cluster.Process {
+	if k, ok := r.karpenter.(interface{ Processes() []cluster.Process }); ok {
+		return k.Processes()
+	}
+	return nil
 }
 
 // installBornWithoutGPUs has the cloud's nodes born without nvidia.com

@@ -43,6 +43,9 @@ type ScaleSpec struct {
 	StackImages *harness.StackImages
 	Tuning      cluster.Tuning
 	ProfileDir  string
+	// ReportDir receives, for a fleet with autoscaled pools, Karpenter's
+	// log as <Name>-karpenter.log ("": none kept).
+	ReportDir string
 	Output
 }
 
@@ -117,12 +120,21 @@ func scaleOne(ctx context.Context, s ScaleSpec) (*scale.Result, error) {
 		snapshot, err = scale.Snapshot(ctx, r.Client)
 		return err
 	}
+	if s.ReportDir != "" && len(pl.Fleet.Autoscaled()) > 0 {
+		// Karpenter's decisions at size: which nodes for which pods.
+		kpLog, err := os.Create(filepath.Join(s.ReportDir, name+"-"+AutoscalerLogFile))
+		if err != nil {
+			return nil, err
+		}
+		defer kpLog.Close()
+		up.AutoscalerLog = kpLog
+	}
 	sess, err := harness.Open(ctx, pl, harness.SessionOptions{ID: name, Provider: provider, Up: up, Output: s.Output, DownTimeout: 2 * time.Minute})
 	defer sess.Close(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return drive(ctx, s, sess.Run, snapshot, scale.Options{ClusterDir: provider.Dir(), ProfileDir: s.ProfileDir, Log: s.Logf, Phase: s.Phasef})
+	return drive(ctx, s, sess.Run, snapshot, scale.Options{ClusterDir: provider.Dir(), Processes: sess.Run.AutoscalerProcesses, ProfileDir: s.ProfileDir, Log: s.Logf, Phase: s.Phasef})
 }
 
 // drive runs the workload on the fleet r brought up, from the apiserver's

@@ -192,11 +192,14 @@ type ProcessMemory struct {
 }
 
 // processesUnder returns the processes running from dir (every component
-// of a kwokctl binary cluster), plus this process.
-func processesUnder(dir string) []ProcessMemory {
+// of a kwokctl binary cluster), those more lists, plus this process.
+func processesUnder(dir string, more func() []cluster.Process) []ProcessMemory {
 	procs := []cluster.Process{{PID: os.Getpid(), Name: "gpupool (harness and fakegpu controller)"}}
 	if dir != "" {
 		procs = append(procs, cluster.ProcessesUnder(dir)...)
+	}
+	if more != nil {
+		procs = append(procs, more()...)
 	}
 	var out []ProcessMemory
 	for _, p := range procs {

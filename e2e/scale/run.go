@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
+	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/fakegpu"
@@ -38,6 +39,9 @@ type Options struct {
 	// ClusterDir is where the cluster's processes run from, to find them
 	// for memory figures ("" : only this process).
 	ClusterDir string
+	// Processes, when set, lists more processes the run measures beside
+	// the cluster's: the autoscaler that runs beside it.
+	Processes func() []cluster.Process
 	// ProfileDir, when set, receives CPU profiles of the apiserver and
 	// the scheduler during each burst and their heap profiles at the end
 	// (the cluster must run with cluster.Tuning.Profiling).
@@ -284,7 +288,7 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 	if after, err := scrapeAPIServer(ctx, r.cs); err == nil && before != nil {
 		res.APIMutating = after.since(before).summary()
 	}
-	res.Memory = processesUnder(r.opt.ClusterDir)
+	res.Memory = processesUnder(r.opt.ClusterDir, r.opt.Processes)
 	for i, m := range res.Memory {
 		if m.PID == os.Getpid() {
 			res.Memory[i].CPUSeconds -= ownCPU
