@@ -19,6 +19,13 @@ import (
 // 0.9 MiB a node; rounded up.
 const bytesPerNode = 1 << 20
 
+// autoscalerBytesPerNode is what Karpenter, which runs for a fleet with
+// autoscaled pools, holds per node of the cluster it watches: it peaked at
+// 2,187 MiB beside 5,000 fixed nodes and the 88 it made for 960 pods
+// (docs/measurements.md, 2026-12-07, make bench-scale's autoscale run),
+// about 0.43 MiB a node; rounded up.
+const autoscalerBytesPerNode = 1 << 19
+
 // machineShare is the part of the machine's memory a run may plan to use:
 // the rest is the OS's, the build cache's and other work's.
 const machineShare = 0.75
@@ -27,17 +34,34 @@ const machineShare = 0.75
 // of it is built: found by the kernel instead, it takes the machine's other
 // work down with it. memTotal is the machine's memory in bytes (0: unknown,
 // no check).
+//
+// The nodes counted are the fixed pools' and as many as the autoscaled
+// pools may grow to; with autoscaled pools, Karpenter's share is counted
+// too.
 func checkFitsMachine(fl *fleet.Fleet, memTotal uint64) error {
 	if memTotal == 0 {
 		return nil
 	}
-	nodes := uint64(fl.TotalNodes())
-	need, limit := nodes*bytesPerNode, uint64(float64(memTotal)*machineShare)
+	nodes, grown := uint64(fl.TotalNodes()), uint64(0)
+	for _, p := range fl.Autoscaled() {
+		grown += uint64(p.MaxNodes)
+	}
+	perNode, what := uint64(bytesPerNode), fmt.Sprintf("%s a node, measured at 10,000 nodes", mib(bytesPerNode))
+	if grown > 0 {
+		perNode += autoscalerBytesPerNode
+		what += fmt.Sprintf(", and %s a node for Karpenter, measured at 5,000", mib(autoscalerBytesPerNode))
+	}
+	nodes += grown
+	need, limit := nodes*perNode, uint64(float64(memTotal)*machineShare)
 	if need <= limit {
 		return nil
 	}
-	return fmt.Errorf("fleet %s: %d nodes need about %s here (%s a node, measured at 10,000 nodes), more than the %s a run may use on this machine (%.0f%% of its %s); at most %d nodes fit",
-		fl.File, nodes, gib(need), mib(bytesPerNode), gib(limit), machineShare*100, gib(memTotal), limit/bytesPerNode)
+	counted := fmt.Sprintf("%d nodes", nodes)
+	if grown > 0 {
+		counted = fmt.Sprintf("%d nodes (%d fixed, %d the autoscaled pools may grow to)", nodes, nodes-grown, grown)
+	}
+	return fmt.Errorf("fleet %s: %s need about %s here (%s), more than the %s a run may use on this machine (%.0f%% of its %s); at most %d nodes fit",
+		fl.File, counted, gib(need), what, gib(limit), machineShare*100, gib(memTotal), limit/perNode)
 }
 
 // memTotal reads MemTotal from /proc/meminfo (0 when it cannot).

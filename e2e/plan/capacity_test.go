@@ -4,6 +4,7 @@
 package plan
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,5 +27,25 @@ func TestCheckFitsMachine(t *testing.T) {
 	}
 	if err := checkFitsMachine(fl(100_000_000), 0); err != nil {
 		t.Errorf("unknown memory: %v, want no check", err)
+	}
+
+	// Autoscaled pools count as many nodes as they may grow to, and
+	// Karpenter, which runs for them, its share of every node.
+	scaled := func(fixed int, maxNodes ...int) *fleet.Fleet {
+		f := fl(fixed)
+		for i, m := range maxNodes {
+			f.Spec.AutoscaledPools = append(f.Spec.AutoscaledPools, fleet.AutoscaledPool{Pool: fleet.Pool{Name: fmt.Sprintf("burst-%d", i)}, MaxNodes: m})
+		}
+		return f
+	}
+	if err := checkFitsMachine(scaled(5_000, 50, 10, 36), 24*gi); err != nil {
+		t.Errorf("scale-5k-autoscale on 24 GiB: %v, want it to fit (measured)", err)
+	}
+	if err := checkFitsMachine(fl(13_000), 24*gi); err != nil {
+		t.Errorf("13,000 fixed nodes on 24 GiB: %v, want it to fit", err)
+	}
+	err = checkFitsMachine(scaled(12_000, 1000), 24*gi)
+	if err == nil || !strings.Contains(err.Error(), "13000 nodes (12000 fixed, 1000 the autoscaled pools may grow to)") || !strings.Contains(err.Error(), "for Karpenter") || !strings.Contains(err.Error(), "at most 12288 nodes fit") {
+		t.Errorf("12,000 fixed nodes and 1,000 autoscaled on 24 GiB: %v, want a refusal counting Karpenter", err)
 	}
 }
