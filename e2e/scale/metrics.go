@@ -189,6 +189,9 @@ type ProcessMemory struct {
 	// CPUSeconds is user+system time since the process started: on two
 	// cores, the figure that says which process is the wall.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// Beside: a process that runs beside the control plane (the
+	// autoscaler), not counted in its peak RSS.
+	Beside bool `json:"beside,omitempty"`
 }
 
 // processesUnder returns the processes running from dir (every component
@@ -198,13 +201,14 @@ func processesUnder(dir string, more func() []cluster.Process) []ProcessMemory {
 	if dir != "" {
 		procs = append(procs, cluster.ProcessesUnder(dir)...)
 	}
+	fromCluster := len(procs)
 	if more != nil {
 		procs = append(procs, more()...)
 	}
 	var out []ProcessMemory
-	for _, p := range procs {
+	for i, p := range procs {
 		peak, rss := memoryOf(p.PID)
-		out = append(out, ProcessMemory{Name: p.Name, PID: p.PID, PeakRSS: peak, RSS: rss, CPUSeconds: cpuOf(p.PID)})
+		out = append(out, ProcessMemory{Name: p.Name, PID: p.PID, PeakRSS: peak, RSS: rss, CPUSeconds: cpuOf(p.PID), Beside: i >= fromCluster})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

@@ -75,7 +75,8 @@ type Result struct {
 	// APIMutating covers the whole run, bring-up included.
 	APIMutating MutatingLatency `json:"apiMutating"`
 	Memory      []ProcessMemory `json:"memory"`
-	// ControlPlanePeakRSS sums the peak RSS of every cluster process.
+	// ControlPlanePeakRSS sums the peak RSS of every cluster process
+	// (Karpenter, beside it, has a row of its own).
 	ControlPlanePeakRSS int64 `json:"controlPlanePeakRSSBytes"`
 	LivePods            int   `json:"livePodsAtEnd"`
 	// PeakLivePods is the most pods of the run alive at a phase's end.
@@ -294,7 +295,9 @@ func (r *Runner) Run(ctx context.Context, bringUp fleet.CreateStats, before APIS
 			res.Memory[i].CPUSeconds -= ownCPU
 			continue
 		}
-		res.ControlPlanePeakRSS += m.PeakRSS
+		if !m.Beside {
+			res.ControlPlanePeakRSS += m.PeakRSS
+		}
 	}
 	res.LivePods = len(r.pods.GetStore().ListKeys())
 	return res, nil
