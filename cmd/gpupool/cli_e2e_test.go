@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpupool/gpupool/e2e/candidate"
@@ -892,8 +893,11 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
 	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--fleet", fleetFile)
 	before := clusterObjects(t, kubeconfig)
+	// Named by --context in a file whose current context is a cluster that
+	// is not there: every process of the run must use the one named.
+	shared, named := withDeadCurrentContext(t, kubeconfig, dir)
 
-	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--explore-budget", "20/10s")
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", shared, "--context", named, "--simulate-pools", "--explore-budget", "20/10s")
 	require.Equal(t, 0, r.exit)
 	s, err := reports.ReadSummary(r.out)
 	require.NoError(t, err)
@@ -918,7 +922,7 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	// nothing behind.
 	// Without the autoscale phase: its autoscaler is the one gpupool runs
 	// beside a cluster it makes, and here the cluster's own would decide.
-	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
+	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", shared, "--context", named,
 		"--fleets", "fleets/scale-200.yaml", "--workload", withoutAutoscale(t, dir, "correctness.yaml"), "--out", t.TempDir())
 	require.Equal(t, 0, sr.exit)
 	assert.Contains(t, sr.stderr, "200 simulated nodes joined")
@@ -928,6 +932,26 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	assert.NotContains(t, sr.stdout, "control plane peak RSS", "no figure for a control plane that is not this machine's")
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the scale run left objects behind, or removed some")
 	assertNoKwokOf(t, "") // any run's: nothing else runs beside this test
+	left, _ := filepath.Glob(filepath.Join(tmp, "gpupool-kubeconfig-*"))
+	assert.Empty(t, left, "the runs' own kubeconfigs are removed")
+}
+
+// withDeadCurrentContext writes into dir a kubeconfig whose current context
+// is a cluster nobody serves and whose other context is kubeconfig's, and
+// returns it and that context's name.
+func withDeadCurrentContext(t *testing.T, kubeconfig, dir string) (string, string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(kubeconfig)
+	require.NoError(t, err)
+	require.NoError(t, clientcmdapi.FlattenConfig(cfg))
+	named := cfg.CurrentContext
+	cfg.Clusters["nowhere"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	cfg.AuthInfos["nowhere"] = &clientcmdapi.AuthInfo{Token: "none"}
+	cfg.Contexts["nowhere"] = &clientcmdapi.Context{Cluster: "nowhere", AuthInfo: "nowhere"}
+	cfg.CurrentContext = "nowhere"
+	path := filepath.Join(dir, "two-contexts.kubeconfig")
+	require.NoError(t, clientcmd.WriteToFile(*cfg, path))
+	return path, named
 }
 
 // withoutAutoscale writes the built-in workload name without its

@@ -140,6 +140,9 @@ func runContract(ctx context.Context, f runFlags) (*reports.Summary, *plan.Plan,
 	if err != nil {
 		return nil, nil, "", err
 	}
+	if existing != nil {
+		defer existing.Release()
+	}
 	stack, err := f.target.stackImages()
 	if err != nil {
 		return nil, nil, "", err

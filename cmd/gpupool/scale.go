@@ -80,6 +80,9 @@ func scaleCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		if existing != nil {
+			defer existing.Release()
+		}
 		stack, err := target.stackImages()
 		if err != nil {
 			return err

@@ -72,6 +72,7 @@ func downCommand() *cobra.Command {
 				return fmt.Errorf("--kubeconfig removes objects from one cluster; it takes no cluster names (got %v)", args)
 			}
 			e := &cluster.Existing{Kubeconfig: kubeconfig, Context: kubeContext}
+			defer e.Release()
 			cl, err := e.Up(ctx)
 			if err != nil {
 				return err
@@ -110,6 +111,11 @@ func downCommand() *cobra.Command {
 			if !found[n] {
 				errs = append(errs, fmt.Errorf("no gpupool cluster is named %s", n))
 			}
+		}
+		// The private kubeconfigs of --kubeconfig runs killed with SIGKILL.
+		if n, err := cluster.RemoveStaleKubeconfigs(); n > 0 || err != nil {
+			logf("removed %d kubeconfigs left by --kubeconfig runs that are gone", n)
+			errs = append(errs, err)
 		}
 		return errors.Join(errs...)
 	}

@@ -133,6 +133,8 @@ func (s *Session) close(ctx context.Context) {
 	r := s.Run
 	s.mu.Unlock()
 	if o.Existing != nil {
+		// Last: the run's own kubeconfig (cluster.Existing.Up).
+		defer o.Existing.Release()
 		if r == nil || r.Cluster == nil {
 			return
 		}
