@@ -860,6 +860,9 @@ func clusterObjects(t *testing.T, kubeconfig string) []string {
 		{Version: "v1", Resource: "nodes"}, {Group: "node.k8s.io", Version: "v1", Resource: "runtimeclasses"},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
 		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"},
+		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"},
+		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
 		{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 		{Group: "nvidia.com", Version: "v1", Resource: "clusterpolicies"},
 		{Group: "apps", Version: "v1", Resource: "deployments"},
@@ -934,6 +937,41 @@ func TestSimulatedPoolsJoinAnExistingCluster(t *testing.T) {
 	assertNoKwokOf(t, "") // any run's: nothing else runs beside this test
 	left, _ := filepath.Glob(filepath.Join(tmp, "gpupool-kubeconfig-*"))
 	assert.Empty(t, left, "the runs' own kubeconfigs are removed")
+}
+
+// On a cluster it did not make, whose API has no Karpenter of its own, a
+// run that simulates its pools runs its own Karpenter beside it, as beside
+// a cluster it makes: the autoscaled pools' checks are made, and what
+// Karpenter made goes with the run.
+func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
+	dir, state, tmp := t.TempDir(), t.TempDir(), t.TempDir()
+	fleetFile := cpuOnlyFleet(t, dir)
+	// A cluster with nothing of the reference candidate's, nor Karpenter's
+	// CRDs (gpupool up installs those for a candidate with NodePools).
+	cand := filepath.Join(dir, "bare")
+	require.NoError(t, os.MkdirAll(cand, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "candidate.yaml"), []byte("apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: bare}\nspec:\n  description: a namespace alone\n  fleet: "+fleetFile+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "00-ns.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: bare}\n"), 0o644))
+	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
+	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--candidate", cand)
+	before := clusterObjects(t, kubeconfig)
+
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--candidate", filepath.Join(repoRoot, "manifests", "candidates", "reference"), "--simulate-pools", "--explore-budget", "20/10s")
+	require.Equal(t, 0, r.exit, r.stderr)
+	assert.Regexp(t, `autoscaler: Karpenter \S+ started beside the cluster`, r.stderr)
+	s, err := reports.ReadSummary(r.out)
+	require.NoError(t, err)
+	passed := map[string]bool{}
+	for _, c := range s.Checks {
+		assert.Equal(t, "pass", c.Result, c.ID)
+		passed[c.ID] = c.Result == "pass"
+	}
+	for _, c := range checks.All() {
+		if c.NeedsAutoscaler {
+			assert.True(t, passed[c.ID], "%s is made with the run's Karpenter", c.ID)
+		}
+	}
+	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind (NodeClaims, nodes, CRDs, policies), or removed some")
 }
 
 // withDeadCurrentContext writes into dir a kubeconfig whose current context

@@ -8,6 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -16,6 +19,7 @@ import (
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
@@ -105,14 +109,24 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 	applier.ServerSide = r.ServerSideApply
 	applier.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
 	// A NodePool applied where a real autoscaler runs would buy real
-	// machines: the candidate's autoscaler objects stay out.
-	cand, held := plan.Candidate.Without(func(o candidate.Object) bool { return autoscaler.Owns(o.GroupVersionKind().Group) })
+	// machines: the candidate's autoscaler objects stay out, unless the
+	// run's own Karpenter can scale the simulated pools (beside).
+	beside, why, err := r.autoscaleBeside(ctx, opt)
+	if err != nil {
+		return r, err
+	}
+	cand, held := plan.Candidate.Without(func(o candidate.Object) bool {
+		return !beside && autoscaler.Owns(o.GroupVersionKind().Group)
+	})
 	if len(held) > 0 {
 		var names []string
 		for _, o := range held {
 			names = append(names, o.Where())
 		}
-		r.Log("candidate %s: %d autoscaler objects not installed in %s, a cluster gpupool did not make (a real autoscaler would act on them): %s", plan.Candidate.Name, len(held), c.Name, strings.Join(names, "; "))
+		r.Log("candidate %s: %d autoscaler objects not installed in %s, a cluster gpupool did not make (%s): %s", plan.Candidate.Name, len(held), c.Name, why, strings.Join(names, "; "))
+	}
+	if beside {
+		cand = runsNodePools(cand)
 	}
 	there, err := cand.Existing(ctx, applier, LabelRun)
 	if err != nil {
@@ -141,6 +155,11 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 	case err != nil:
 		return r, err
 	}
+	if beside {
+		if err := r.installAutoscalerCRDs(ctx, applier); err != nil {
+			return r, err
+		}
+	}
 	start = time.Now()
 	if _, err := cand.Install(ctx, applier); err != nil {
 		return r, err
@@ -151,7 +170,78 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 		return r, err
 	}
 	r.Log("candidate's admission policies enforced after %s", took.Round(time.Millisecond))
-	return r, r.simulatePools(ctx, opt)
+	if err := r.simulatePools(ctx, opt); err != nil {
+		return r, err
+	}
+	if beside {
+		return r, r.startAutoscaler(ctx)
+	}
+	return r, nil
+}
+
+// autoscaleBeside says whether the run's Karpenter scales the fleet's
+// autoscaled pools in this cluster, as it does beside a cluster gpupool
+// makes, and if not, why. It does only for simulated pools whose stack
+// runs here, with the apiserver on this machine (Karpenter runs in a
+// network namespace that reaches 127.0.0.1 alone), and where nothing of
+// the cluster's own serves Karpenter's API: a Karpenter of the cluster's
+// would act on the candidate's NodePools too.
+func (r *Run) autoscaleBeside(ctx context.Context, opt AttachOptions) (bool, string, error) {
+	switch {
+	case len(r.Fleet.Autoscaled()) == 0:
+		return false, "the fleet has no autoscaled pool", nil
+	case !opt.SimulatePools:
+		return false, "an autoscaler of the cluster's own would act on them; with --simulate-pools gpupool runs its own", nil
+	case opt.StackImages != nil:
+		return false, "the simulated stack runs in the cluster, where gpupool does not run Karpenter yet", nil
+	case !loopback(r.Cluster.REST.Host):
+		return false, "the apiserver is not on this machine, and gpupool's Karpenter reaches 127.0.0.1 alone", nil
+	}
+	if st, err := os.Stat(autoscaler.Binary()); err != nil || st.Mode()&0o111 == 0 {
+		return false, "Karpenter is not built here (make autoscaler)", nil
+	}
+	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
+	if err != nil {
+		return false, "", err
+	}
+	_, err = dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, "nodepools."+autoscaler.Group, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return false, "the cluster serves Karpenter's API already, and its own Karpenter would act on them", nil
+	case !apierrors.IsNotFound(err):
+		return false, "", err
+	}
+	return true, "", nil
+}
+
+// loopback reports whether an apiserver URL's host is this machine's.
+func loopback(server string) bool {
+	u, err := url.Parse(server)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// runsNodePools returns the candidate with the run's label on the nodes its
+// NodePools make: the run's kwok and stack look after the run's nodes
+// alone, and the run's checks find its pools among them.
+func runsNodePools(c *candidate.Candidate) *candidate.Candidate {
+	out := *c
+	out.Objects = nil
+	for _, o := range c.Objects {
+		if o.GroupVersionKind().Group == autoscaler.Group && o.GetKind() == "NodePool" {
+			o.Unstructured = o.Unstructured.DeepCopy()
+			_ = unstructured.SetNestedField(o.Object, RunID(), "spec", "template", "metadata", "labels", LabelRun)
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return &out
 }
 
 // simulatedNodePrefix starts the names of a run's simulated nodes.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/candidate"
@@ -134,26 +135,37 @@ func (r *Run) AutoscalerProcesses() []cluster.Process {
 }
 
 // installBornWithoutGPUs has the cloud's nodes born without nvidia.com
-// resources (autoscaler-facts §4.4), labelled as the run's so its cleanup
-// removes the policy, and waits until the apiserver applies it: a dry-run
-// node as Karpenter creates one comes back without them.
+// resources (autoscaler-facts §4.4), and waits until the apiserver applies
+// it: a dry-run node as Karpenter creates one comes back without them.
 func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
 	objs, err := autoscaler.BornWithoutGPUs()
 	if err != nil {
 		return err
 	}
+	probe := autoscaler.BornProbe()
+	if r.SimulatedPools {
+		// In someone else's cluster: the run's nodes alone, under names
+		// of the run's (another run's policy may be there too).
+		objs = runsOwnBornWithoutGPUs(objs)
+		probe.Labels[LabelRun] = RunID()
+	}
 	a, err := candidate.NewApplier(r.Cluster.REST)
 	if err != nil {
 		return err
 	}
-	a.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
+	a.Labels = map[string]string{fleet.LabelManagedBy: fleet.ManagedBy}
+	if r.SimulatedPools {
+		// The run's, for RemoveOwned. On a cluster gpupool made the
+		// policy goes with the cluster, and a run label would have
+		// gpupool down --kubeconfig take it from a live gpupool up.
+		a.Labels[LabelRun] = RunID()
+	}
 	for i, u := range objs {
 		o := candidate.Object{Unstructured: u, File: autoscaler.BornWithoutGPUsFile, Doc: i + 1}
 		if _, err := a.Apply(ctx, o); err != nil {
 			return fmt.Errorf("installing %s: %w", o.Where(), err)
 		}
 	}
-	probe := autoscaler.BornProbe()
 	return wait.For(ctx, "the apiserver to apply "+autoscaler.BornWithoutGPUsFile+" to a node as Karpenter creates one", 30*time.Second, func(ctx context.Context) (bool, string, error) {
 		got, err := r.Client.CoreV1().Nodes().Create(ctx, probe.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
@@ -164,6 +176,34 @@ func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
 		}
 		return true, "", nil
 	})
+}
+
+// runsOwnBornWithoutGPUs is the policy and its binding for a run in a
+// cluster gpupool did not make: named for the run, and matching only the
+// nodes the run's NodePools make (runsNodePools labels them), never the
+// cluster's own Karpenter nodes.
+func runsOwnBornWithoutGPUs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	suffix := "-" + runHash()
+	for _, u := range objs {
+		u = u.DeepCopy()
+		u.SetName(u.GetName() + suffix)
+		switch u.GetKind() {
+		case "MutatingAdmissionPolicy":
+			conds, _, _ := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
+			conds = append(conds, map[string]any{
+				"name":       "the-runs-own-nodes",
+				"expression": fmt.Sprintf("'%s' in object.metadata.labels && object.metadata.labels['%s'] == '%s'", LabelRun, LabelRun, RunID()),
+			})
+			_ = unstructured.SetNestedSlice(u.Object, conds, "spec", "matchConditions")
+		case "MutatingAdmissionPolicyBinding":
+			if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
+				_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")
+			}
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // autoscalerGates are the candidate's Karpenter feature gates.
@@ -178,6 +218,9 @@ func (r *Run) autoscalerGates() map[string]bool {
 func (r *Run) OverlayGate() autoscaler.OverlayGate {
 	return autoscaler.GateOf(r.autoscalerGates())
 }
+
+// StopAutoscaler ends Karpenter and the cloud, if the run started them.
+func (r *Run) StopAutoscaler() { r.stopAutoscaler() }
 
 // stopAutoscaler ends Karpenter and the cloud. What Karpenter made stays
 // for the cluster's removal (embedded), or for RemoveOwned.

@@ -5,8 +5,10 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
@@ -137,6 +141,31 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	return total, errors.Join(errs...)
 }
 
+// terminationFinalizer is Karpenter's on the NodeClaims and nodes it makes:
+// its own termination controller removes it once the node is drained and
+// the machine gone (autoscaler-facts §6.1).
+const terminationFinalizer = "karpenter.sh/termination"
+
+// dropTermination removes Karpenter's finalizer from one of the run's
+// NodeClaims or nodes being deleted: the run's Karpenter, which would
+// have, has stopped (or died with a run killed with SIGKILL), and the
+// machine is simulated.
+func dropTermination(ctx context.Context, ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {
+	fins := o.GetFinalizers()
+	if !slices.Contains(fins, terminationFinalizer) {
+		return nil
+	}
+	keep := slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == terminationFinalizer })
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep}})
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer %s: %w", terminationFinalizer, err)
+	}
+	return nil
+}
+
 type kindRef struct {
 	gvr        schema.GroupVersionResource
 	namespaced bool
@@ -183,6 +212,9 @@ func removeSelected(ctx context.Context, dyn dynamic.Interface, res []kindRef, r
 				if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 					errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
 					continue
+				}
+				if err := dropTermination(ctx, ri, &o); err != nil {
+					errs = append(errs, fmt.Errorf("deleting %s: %w", what, err))
 				}
 				gone = append(gone, left{ri, o.GetName(), what})
 			}

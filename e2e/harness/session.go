@@ -139,8 +139,11 @@ func (s *Session) close(ctx context.Context) {
 			return
 		}
 		// Objects first, while the run's kwok still finishes its pods'
-		// deletion; then the run's own controllers.
+		// deletion; then the run's own controllers. Karpenter before
+		// both: nothing makes nodes while the run's go (RemoveOwned
+		// finishes the deletion of those it made).
 		defer r.Stop()
+		r.StopAutoscaler()
 		name := r.Cluster.Name
 		o.Phasef("removing what run %s made in %s", o.ID, name)
 		dctx, cancel := context.WithTimeout(context.Background(), 2*o.RemoveTimeout) // RemoveOwned's two waits, and its listing

@@ -129,7 +129,7 @@ func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
 			return nil, err
 		}
 		defer kpLog.Close()
-		opt.Up.AutoscalerLog = kpLog
+		opt.Up.AutoscalerLog, opt.Attach.Up.AutoscalerLog = kpLog, kpLog
 	}
 	summary := newSummary(spec, opt.Kind(), started)
 	if spec.Existing != nil {
@@ -171,8 +171,9 @@ func runSuites(ctx context.Context, spec Spec, r *harness.Run, provider string, 
 	if spec.Existing != nil && !spec.SimulatePools && spec.DisruptiveNodes == "" {
 		skip += "," + checks.LabelDisruptive + "=true"
 	}
-	if spec.Existing != nil {
-		// gpupool runs no autoscaler on a cluster it did not make.
+	if spec.Existing != nil && !r.Autoscaler {
+		// No autoscaler of gpupool's runs for this cluster it did not
+		// make (harness.Run.autoscaleBeside says why).
 		skip += "," + checks.LabelNeedsAutoscaler + "=true"
 	}
 	loaded, err := writeLoaded(spec, r)

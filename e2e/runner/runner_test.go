@@ -62,12 +62,18 @@ func TestOnProviderLeavesOutOtherProvidersChecks(t *testing.T) {
 	if got := onProvider(cs, "kind"); len(got) != 3 {
 		t.Errorf("on kind: %v, want all three", got)
 	}
-	// The autoscaler runs beside the clusters gpupool makes only.
-	cs = append(cs, reports.CheckResult{ID: "autoscaling.pool-limit-holds"})
+	// On a cluster gpupool did not make, a check that needs the
+	// autoscaler is left out when skipped (no Karpenter of the run's
+	// there), and kept with its verdict when the run's Karpenter made it.
+	cs = append(cs, reports.CheckResult{ID: "autoscaling.pool-limit-holds", Result: "skip"})
 	for provider, want := range map[string]int{"embedded": 3, "kind": 4, "kubeconfig": 2} {
 		if got := onProvider(cs, provider); len(got) != want {
 			t.Errorf("on %s: %v, want %d", provider, got, want)
 		}
+	}
+	cs[len(cs)-1].Result = "pass"
+	if got := onProvider(cs, "kubeconfig"); len(got) != 3 {
+		t.Errorf("on kubeconfig, made by the run's Karpenter: %v, want 3", got)
 	}
 }
 
