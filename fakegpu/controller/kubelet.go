@@ -61,6 +61,23 @@ func (c *Controller) reconcilePod(ctx context.Context, key string) (time.Duratio
 		}
 	}
 	judged := judgeNode(stack, node, inv, pods, c.gpuPod, c.checkpoint, time.Now().UnixNano())
+	// A real kubelet's device manager and its node's status agree. The
+	// informer's node may not show yet a write the scheduler already bound
+	// the pod on (the stack's own: a MIG layout applied, an autoscaled
+	// node taken over): a refusal judged on such a node is no kubelet's.
+	// The pod is refused only on the node as the apiserver has it; a
+	// newer one requeues it (its update requeues the node's pods too).
+	for _, j := range judged {
+		if j.pod.UID == pod.UID && j.verdict.Outcome == fakegpu.OutcomeAdmissionRejected && !alreadyJudged(j.pod, j.verdict.Outcome) {
+			fresh, err := c.client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+			if err != nil {
+				return 0, ignoreNotFound(err)
+			}
+			if fresh.ResourceVersion != node.ResourceVersion {
+				return 100 * time.Millisecond, nil
+			}
+		}
+	}
 	// A write that fails for a neighbour (a conflict with kwok, mostly) is
 	// retried under the neighbour's own key: it must not hold back this
 	// pod's record, nor put this pod's retries behind its backoff.
