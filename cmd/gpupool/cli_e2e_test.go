@@ -956,7 +956,8 @@ func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
 	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--candidate", cand)
 	before := clusterObjects(t, kubeconfig)
 
-	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--candidate", filepath.Join(repoRoot, "manifests", "candidates", "reference"), "--simulate-pools", "--explore-budget", "20/10s")
+	ref := filepath.Join(repoRoot, "manifests", "candidates", "reference")
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--candidate", ref, "--simulate-pools", "--explore-budget", "20/10s")
 	require.Equal(t, 0, r.exit, r.stderr)
 	assert.Regexp(t, `autoscaler: Karpenter \S+ started beside the cluster`, r.stderr)
 	s, err := reports.ReadSummary(r.out)
@@ -972,6 +973,25 @@ func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
 		}
 	}
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind (NodeClaims, nodes, CRDs, policies), or removed some")
+
+	// Killed with SIGKILL once Karpenter has made a node of each pool:
+	// down --kubeconfig removes what it made (its NodeClaims and nodes keep
+	// a finalizer only Karpenter would remove), down the run's files here.
+	cmd := exec.Command(gpupoolBin, "run", "--kubeconfig", kubeconfig, "--candidate", ref, "--simulate-pools", "--suites", "autoscaling", "--out", t.TempDir())
+	cmd.Dir, cmd.Env = repoRoot, env
+	startUntil(t, cmd, "PASS autoscaling.pending-pod-scales-its-own-pool")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	assert.NotEqual(t, before, clusterObjects(t, kubeconfig), "a killed run cannot clean up")
+	r = invoke(t, gpupoolBin, repoRoot, env, state, "down", "--kubeconfig", kubeconfig)
+	require.Equal(t, 0, r.exit, r.stderr)
+	assert.Equal(t, before, clusterObjects(t, kubeconfig))
+	r = invoke(t, gpupoolBin, repoRoot, env, state, "down")
+	require.Equal(t, 0, r.exit, r.stderr)
+	for _, glob := range []string{"gpupool-kubeconfig-*", "gpupool-kp-*"} {
+		left, _ := filepath.Glob(filepath.Join(tmp, glob))
+		assert.Empty(t, left, "the killed run's %s", glob)
+	}
 }
 
 // withDeadCurrentContext writes into dir a kubeconfig whose current context

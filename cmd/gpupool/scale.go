@@ -124,8 +124,9 @@ func scaleCommand() *cobra.Command {
 				return err
 			}
 			if i := slices.IndexFunc(w.Spec.Phases, scale.Phase.Autoscale); i >= 0 && existing != nil {
-				// Karpenter runs beside a cluster gpupool makes; in
-				// someone else's, the autoscaler is theirs.
+				// The phase measures the Karpenter gpupool runs beside a
+				// cluster it makes; a scale run starts none beside
+				// someone else's (harness.AttachOptions.Autoscale).
 				return fmt.Errorf("workload %s: spec.phases[%d] (%s): an autoscale phase needs the autoscaler gpupool runs beside a cluster it makes, and --kubeconfig names one it did not", w.File, i, w.Spec.Phases[i].Name)
 			}
 			if sizes != nil {

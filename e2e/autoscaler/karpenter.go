@@ -69,6 +69,10 @@ func OfferingIn(capacityType, zone string, price float64) Offering {
 	}}
 }
 
+// Dir is Karpenter's temporary directory (its instance types, HOME and the
+// relay's socket), removed by Stop.
+func (k *Karpenter) Dir() string { return k.dir }
+
 // Karpenter is a running Karpenter.
 type Karpenter struct {
 	p   *netns.Process

@@ -44,6 +44,9 @@ type Cloud struct {
 	types []InstanceType
 	// hardware is what each instance type is: a pool's SKU and GPUs.
 	hardware map[string]fleet.Pool
+	// Selector, when set, narrows the nodes Run takes over (in a cluster
+	// others' Karpenter nodes may share, the run's own).
+	Selector string
 }
 
 // NewCloud derives the cloud from the fleet's autoscaled pools.
@@ -130,8 +133,12 @@ func has(have, want map[string]string) bool {
 // watches the nodes Karpenter labels with their NodePool and patches in
 // what TakeOver says. errs receives patch failures (nil: dropped).
 func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(error)) error {
+	sel := LabelNodePool
+	if c.Selector != "" {
+		sel += "," + c.Selector
+	}
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 10*time.Minute, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = LabelNodePool
+		o.LabelSelector = sel
 	}))
 	inf := f.Core().V1().Nodes().Informer()
 	var mu sync.Mutex

@@ -35,9 +35,10 @@ func TestOwnKubeconfigHoldsTheNamedContextAlone(t *testing.T) {
 			"staging": {Cluster: "staging", AuthInfo: "staging"},
 		},
 	}
-	path, dir, err := writeOwnKubeconfig(raw, "staging")
+	path, dir, lock, err := writeOwnKubeconfig(raw, "staging")
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
+	defer lock.Close()
 	got, err := clientcmd.LoadFromFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, "staging", got.CurrentContext)
@@ -67,13 +68,40 @@ func TestStaleKubeconfigsOfDeadRunsGo(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(d, "kubeconfig"), []byte("x"), 0o600))
 		return d
 	}
-	gone, alive := mk(dead.Process.Pid), mk(os.Getpid())
 	other := filepath.Join(os.TempDir(), kubeconfigPrefix+"notapid")
 	require.NoError(t, os.Mkdir(other, 0o700))
+	// With a lock file, the lock decides, not the pid: a live run in
+	// another pid namespace holds its lock, a dead one's pid may be
+	// anyone's.
+	_, held, lock, err := writeOwnKubeconfig(clientcmdapi.Config{
+		Clusters:  map[string]*clientcmdapi.Cluster{"c": {Server: "https://127.0.0.1:6443"}},
+		AuthInfos: map[string]*clientcmdapi.AuthInfo{"u": {}},
+		Contexts:  map[string]*clientcmdapi.Context{"c": {Cluster: "c", AuthInfo: "u"}},
+	}, "c")
+	require.NoError(t, err)
+	defer lock.Close()
+	gone, alive := mk(dead.Process.Pid), mk(os.Getpid())
+	unlocked := mk(os.Getpid())
+	require.NoError(t, os.WriteFile(filepath.Join(unlocked, "lock"), nil, 0o600))
+	// What the dead run recorded goes with it: its Karpenter's directory,
+	// but nothing outside TMPDIR or not named as gpupool's.
+	kp, err := os.MkdirTemp("", "gpupool-kp-")
+	require.NoError(t, err)
+	mine, err := os.MkdirTemp("", "not-gpupool-")
+	require.NoError(t, err)
+	require.NoError(t, AlsoRemove(filepath.Join(unlocked, "kubeconfig"), kp))
+	require.NoError(t, AlsoRemove(filepath.Join(unlocked, "kubeconfig"), mine))
+	require.NoError(t, AlsoRemove(filepath.Join(unlocked, "kubeconfig"), "/etc"))
+	require.NoError(t, AlsoRemove("/somewhere/else/kubeconfig", kp), "not a run's private kubeconfig: nothing recorded")
 	n, err := RemoveStaleKubeconfigs()
 	require.NoError(t, err)
-	assert.Equal(t, 1, n)
+	assert.Equal(t, 2, n)
 	assert.NoDirExists(t, gone)
 	assert.DirExists(t, alive)
 	assert.DirExists(t, other, "not named as a run's")
+	assert.DirExists(t, held, "its lock is held")
+	assert.NoDirExists(t, unlocked, "nobody holds its lock, whatever its pid")
+	assert.NoDirExists(t, kp, "the dead run's Karpenter directory")
+	assert.DirExists(t, mine, "not named as gpupool's")
+	assert.DirExists(t, "/etc")
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,11 @@ type AttachOptions struct {
 	// Up tunes the simulated pools' bring-up as it tunes a cluster's
 	// (scale runs).
 	Up UpOptions
+	// Autoscale: the run's checks need the fleet's autoscaled pools
+	// scaled, and the run may run its own Karpenter for them when
+	// autoscaleBeside allows (gpupool run; a scale run on such a cluster
+	// has no autoscale phase).
+	Autoscale bool
 }
 
 // AttachTo points a run at a cluster gpupool did not make (p is a
@@ -126,7 +132,9 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 		r.Log("candidate %s: %d autoscaler objects not installed in %s, a cluster gpupool did not make (%s): %s", plan.Candidate.Name, len(held), c.Name, why, strings.Join(names, "; "))
 	}
 	if beside {
-		cand = runsNodePools(cand)
+		if cand, err = runsNodePools(cand); err != nil {
+			return r, err
+		}
 	}
 	there, err := cand.Existing(ctx, applier, LabelRun)
 	if err != nil {
@@ -190,8 +198,10 @@ func (r *Run) autoscaleBeside(ctx context.Context, opt AttachOptions) (bool, str
 	switch {
 	case len(r.Fleet.Autoscaled()) == 0:
 		return false, "the fleet has no autoscaled pool", nil
+	case !opt.Autoscale:
+		return false, "nothing this command runs scales them", nil
 	case !opt.SimulatePools:
-		return false, "an autoscaler of the cluster's own would act on them; with --simulate-pools gpupool runs its own", nil
+		return false, "the pools are the cluster's own nodes, which its own autoscaler, if any, scales", nil
 	case opt.StackImages != nil:
 		return false, "the simulated stack runs in the cluster, where gpupool does not run Karpenter yet", nil
 	case !loopback(r.Cluster.REST.Host):
@@ -200,16 +210,45 @@ func (r *Run) autoscaleBeside(ctx context.Context, opt AttachOptions) (bool, str
 	if st, err := os.Stat(autoscaler.Binary()); err != nil || st.Mode()&0o111 == 0 {
 		return false, "Karpenter is not built here (make autoscaler)", nil
 	}
+	// Karpenter makes nodes for every Pending pod a NodePool admits, the
+	// cluster's own too: an untainted NodePool would give a pod of the
+	// cluster's a simulated node.
+	for _, o := range r.Candidate.Objects {
+		if o.GroupVersionKind().Group != autoscaler.Group || o.GetKind() != "NodePool" {
+			continue
+		}
+		if taints, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "taints"); len(taints) == 0 {
+			return false, fmt.Sprintf("NodePool %s has no taint, and the run's Karpenter would make nodes for the cluster's own Pending pods", o.GetName()), nil
+		}
+	}
+	// The nodes it makes are born without GPUs by a MutatingAdmissionPolicy.
+	if res, err := r.Client.Discovery().ServerResourcesForGroupVersion("admissionregistration.k8s.io/v1"); err != nil && !apierrors.IsNotFound(err) {
+		return false, "", err
+	} else if res == nil || !slices.ContainsFunc(res.APIResources, func(a metav1.APIResource) bool { return a.Name == "mutatingadmissionpolicies" }) {
+		return false, "the cluster serves no MutatingAdmissionPolicy (admissionregistration.k8s.io/v1), which the nodes Karpenter makes need", nil
+	}
+	// None of Karpenter's CRDs may be there: the run installs them and
+	// removes them, with every object of theirs.
+	crds, err := autoscaler.CRDs()
+	if err != nil {
+		return false, "", err
+	}
 	dyn, err := dynamic.NewForConfig(r.Cluster.REST)
 	if err != nil {
 		return false, "", err
 	}
-	_, err = dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, "nodepools."+autoscaler.Group, metav1.GetOptions{})
-	switch {
-	case err == nil:
-		return false, "the cluster serves Karpenter's API already, and its own Karpenter would act on them", nil
-	case !apierrors.IsNotFound(err):
-		return false, "", err
+	for _, crd := range crds {
+		got, err := dyn.Resource(apiextv1.SchemeGroupVersion.WithResource("customresourcedefinitions")).Get(ctx, crd.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, "", err
+		case got.GetLabels()[LabelRun] != "":
+			return false, fmt.Sprintf("CRD %s is there, left by gpupool run %s (remove it with gpupool down --kubeconfig)", crd.GetName(), got.GetLabels()[LabelRun]), nil
+		default:
+			return false, fmt.Sprintf("the cluster serves Karpenter's API already (CRD %s), and a Karpenter of its own would act on them", crd.GetName()), nil
+		}
 	}
 	return true, "", nil
 }
@@ -231,17 +270,19 @@ func loopback(server string) bool {
 // runsNodePools returns the candidate with the run's label on the nodes its
 // NodePools make: the run's kwok and stack look after the run's nodes
 // alone, and the run's checks find its pools among them.
-func runsNodePools(c *candidate.Candidate) *candidate.Candidate {
+func runsNodePools(c *candidate.Candidate) (*candidate.Candidate, error) {
 	out := *c
 	out.Objects = nil
 	for _, o := range c.Objects {
 		if o.GroupVersionKind().Group == autoscaler.Group && o.GetKind() == "NodePool" {
 			o.Unstructured = o.Unstructured.DeepCopy()
-			_ = unstructured.SetNestedField(o.Object, RunID(), "spec", "template", "metadata", "labels", LabelRun)
+			if err := unstructured.SetNestedField(o.Object, RunID(), "spec", "template", "metadata", "labels", LabelRun); err != nil {
+				return nil, fmt.Errorf("%s: spec.template.metadata.labels: %w", o.Where(), err)
+			}
 		}
 		out.Objects = append(out.Objects, o)
 	}
-	return &out
+	return &out, nil
 }
 
 // simulatedNodePrefix starts the names of a run's simulated nodes.

@@ -62,6 +62,9 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fleet %s: %w", r.Fleet.File, err)
 	}
+	if r.SimulatedPools {
+		cloud.Selector = LabelRun + "=" + RunID() // the run's nodes (runsNodePools)
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -81,7 +84,19 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		k, err = r.deployKarpenter(ctx, img, cloud.InstanceTypes())
 		where = "as its chart's Deployment " + autoscaler.ReleaseNamespace + "/" + autoscaler.ReleaseName
 	} else {
-		k, err = autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
+		var kp *autoscaler.Karpenter
+		kp, err = autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
+		if err == nil {
+			k = kp
+			// Beside a cluster gpupool did not make, no cluster removal
+			// sweeps Karpenter's directory after a SIGKILL: the sweep of
+			// the run's private kubeconfig does.
+			if r.SimulatedPools {
+				if err := cluster.AlsoRemove(r.Cluster.Kubeconfig, kp.Dir()); err != nil {
+					r.Log("autoscaler: recording %s for removal after a kill: %v", kp.Dir(), err)
+				}
+			}
+		}
 	}
 	if err != nil {
 		cancel()
@@ -181,7 +196,10 @@ func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
 // runsOwnBornWithoutGPUs is the policy and its binding for a run in a
 // cluster gpupool did not make: named for the run, and matching only the
 // nodes the run's NodePools make (runsNodePools labels them), never the
-// cluster's own Karpenter nodes.
+// cluster's own Karpenter nodes. It also takes off those nodes the
+// kwok.x-k8s.io/node annotation by which a kwok controller of the
+// cluster's own would keep them (autoscaler-facts §4.3), as the run's
+// fixed nodes join without it: the run's kwok keeps them by its label.
 func runsOwnBornWithoutGPUs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	suffix := "-" + runHash()
@@ -196,6 +214,12 @@ func runsOwnBornWithoutGPUs(objs []*unstructured.Unstructured) []*unstructured.U
 				"expression": fmt.Sprintf("'%s' in object.metadata.labels && object.metadata.labels['%s'] == '%s'", LabelRun, LabelRun, RunID()),
 			})
 			_ = unstructured.SetNestedSlice(u.Object, conds, "spec", "matchConditions")
+			muts, _, _ := unstructured.NestedSlice(u.Object, "spec", "mutations")
+			muts = append(muts, map[string]any{
+				"patchType": "JSONPatch",
+				"jsonPatch": map[string]any{"expression": fmt.Sprintf("has(object.metadata.annotations) && '%s' in object.metadata.annotations ? [JSONPatch{op: \"remove\", path: \"/metadata/annotations/\" + jsonpatch.escapeKey('%s')}] : []", fleet.AnnotationKwokNode, fleet.AnnotationKwokNode)},
+			})
+			_ = unstructured.SetNestedSlice(u.Object, muts, "spec", "mutations")
 		case "MutatingAdmissionPolicyBinding":
 			if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
 				_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")

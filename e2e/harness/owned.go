@@ -150,20 +150,34 @@ const terminationFinalizer = "karpenter.sh/termination"
 // NodeClaims or nodes being deleted: the run's Karpenter, which would
 // have, has stopped (or died with a run killed with SIGKILL), and the
 // machine is simulated.
+// The patch names the resource version the list was read at, so a
+// finalizer someone added since is not dropped with it: on a conflict the
+// object is read again.
 func dropTermination(ctx context.Context, ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {
-	fins := o.GetFinalizers()
-	if !slices.Contains(fins, terminationFinalizer) {
-		return nil
+	for range 3 {
+		fins := o.GetFinalizers()
+		if !slices.Contains(fins, terminationFinalizer) {
+			return nil
+		}
+		keep := slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == terminationFinalizer })
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep, "resourceVersion": o.GetResourceVersion()}})
+		if err != nil {
+			return err
+		}
+		_, err = ri.Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("removing finalizer %s: %w", terminationFinalizer, err)
+		}
+		if o, err = ri.Get(ctx, o.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("removing finalizer %s: %w", terminationFinalizer, err)
+		}
 	}
-	keep := slices.DeleteFunc(slices.Clone(fins), func(f string) bool { return f == terminationFinalizer })
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": keep}})
-	if err != nil {
-		return err
-	}
-	if _, err := ri.Patch(ctx, o.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing finalizer %s: %w", terminationFinalizer, err)
-	}
-	return nil
+	return fmt.Errorf("removing finalizer %s: the object kept changing", terminationFinalizer)
 }
 
 type kindRef struct {

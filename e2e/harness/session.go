@@ -120,9 +120,10 @@ func (s *Session) Open(ctx context.Context, pl *plan.Plan) error {
 
 // Close ends the session whatever happened: on a cluster the provider
 // made, the run's controllers, then the cluster (unless kept and ctx, the
-// session's context, was not cancelled); on an existing cluster, every
-// object the run made, then the run's controllers. It is safe to call
-// twice.
+// session's context, was not cancelled); on an existing cluster, the run's
+// Karpenter, every object the run made, then the run's other controllers
+// (the cluster.Existing and its private kubeconfig are the caller's, which
+// may open several sessions on it). It is safe to call twice.
 func (s *Session) Close(ctx context.Context) {
 	s.once.Do(func() { s.close(ctx) })
 }
@@ -133,8 +134,6 @@ func (s *Session) close(ctx context.Context) {
 	r := s.Run
 	s.mu.Unlock()
 	if o.Existing != nil {
-		// Last: the run's own kubeconfig (cluster.Existing.Up).
-		defer o.Existing.Release()
 		if r == nil || r.Cluster == nil {
 			return
 		}
@@ -150,7 +149,7 @@ func (s *Session) close(ctx context.Context) {
 		defer cancel()
 		n, err := RemoveOwned(dctx, r.Cluster.REST, o.ID, o.RemoveTimeout)
 		if err != nil {
-			o.Logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s')", o.ID, name, err, o.Existing.Kubeconfig)
+			o.Logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s --context %s')", o.ID, name, err, o.Existing.Kubeconfig, name)
 			return
 		}
 		o.Logf("removed the %d objects run %s made in %s", n, o.ID, name)

@@ -100,7 +100,7 @@ func Execute(ctx context.Context, spec Spec) (*reports.Summary, error) {
 	pl := spec.Plan
 	spec.Logf("run %s: candidate %s, fleet %s", spec.ID, pl.Candidate.Dir, pl.Fleet.File)
 	opt := harness.SessionOptions{ID: spec.ID, Existing: spec.Existing, Keep: spec.Keep, Output: spec.Output,
-		Attach: harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages}}
+		Attach: harness.AttachOptions{InstallCandidate: spec.InstallCandidate, SimulatePools: spec.SimulatePools, StackImages: spec.StackImages, Autoscale: true}}
 	if spec.Existing == nil {
 		// First, so a machine without the control plane gets no report
 		// directory, only the error saying where the binaries come from.
