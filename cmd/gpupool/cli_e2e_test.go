@@ -957,7 +957,9 @@ func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
 	before := clusterObjects(t, kubeconfig)
 
 	ref := filepath.Join(repoRoot, "manifests", "candidates", "reference")
-	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--candidate", ref, "--simulate-pools", "--explore-budget", "20/10s")
+	// The suites that need the run's Karpenter; the others are the same
+	// as in TestSimulatedPoolsJoinAnExistingCluster.
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--candidate", ref, "--simulate-pools", "--suites", "autoscaling,explore", "--explore-budget", "20/10s")
 	require.Equal(t, 0, r.exit, r.stderr)
 	assert.Regexp(t, `autoscaler: Karpenter \S+ started beside the cluster`, r.stderr)
 	s, err := reports.ReadSummary(r.out)
@@ -983,6 +985,18 @@ func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	assert.NotEqual(t, before, clusterObjects(t, kubeconfig), "a killed run cannot clean up")
+	// Registered, Karpenter's nodes still lack the annotation by which a
+	// kwok of the cluster's own would drive them (autoscaler-facts §4.3.1).
+	made := 0
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	require.NoError(t, err)
+	nodes, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "karpenter.sh/registered=true"})
+	require.NoError(t, err)
+	for _, n := range nodes.Items {
+		made++
+		assert.NotContains(t, n.Annotations, fleet.AnnotationKwokNode, n.Name)
+	}
+	assert.NotZero(t, made, "Karpenter registered no node before the kill")
 	r = invoke(t, gpupoolBin, repoRoot, env, state, "down", "--kubeconfig", kubeconfig)
 	require.Equal(t, 0, r.exit, r.stderr)
 	assert.Equal(t, before, clusterObjects(t, kubeconfig))

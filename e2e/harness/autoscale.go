@@ -163,6 +163,7 @@ func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
 		// of the run's (another run's policy may be there too).
 		objs = runsOwnBornWithoutGPUs(objs)
 		probe.Labels[LabelRun] = RunID()
+		probe.Annotations = map[string]string{fleet.AnnotationKwokNode: "fake"}
 	}
 	a, err := candidate.NewApplier(r.Cluster.REST)
 	if err != nil {
@@ -189,37 +190,36 @@ func (r *Run) installBornWithoutGPUs(ctx context.Context) error {
 		if left := autoscaler.BornWithGPUs(got); left != "" {
 			return false, "a dry-run node still carries " + left, nil
 		}
+		if _, ok := got.Annotations[fleet.AnnotationKwokNode]; ok && r.SimulatedPools {
+			return false, "a dry-run node still carries the annotation " + fleet.AnnotationKwokNode, nil
+		}
 		return true, "", nil
 	})
 }
 
 // runsOwnBornWithoutGPUs is the policy and its binding for a run in a
-// cluster gpupool did not make: named for the run, and matching only the
+// cluster gpupool did not make, named for the run and matching only the
 // nodes the run's NodePools make (runsNodePools labels them), never the
-// cluster's own Karpenter nodes. It also takes off those nodes the
-// kwok.x-k8s.io/node annotation by which a kwok controller of the
-// cluster's own would keep them (autoscaler-facts §4.3), as the run's
-// fixed nodes join without it: the run's kwok keeps them by its label.
+// cluster's own Karpenter nodes; and beside it a policy that keeps the
+// kwok.x-k8s.io/node annotation off those nodes, by which a kwok
+// controller of the cluster's own would drive them too (the run's kwok
+// keeps them by its label, as it does the run's fixed nodes). That one
+// acts on UPDATE too: Karpenter puts the annotation back when it
+// registers the node (autoscaler-facts §4.3.1).
 func runsOwnBornWithoutGPUs(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	suffix := "-" + runHash()
+	runsOwn := map[string]any{
+		"name":       "the-runs-own-nodes",
+		"expression": fmt.Sprintf("has(object.metadata.labels) && '%s' in object.metadata.labels && object.metadata.labels['%s'] == '%s'", LabelRun, LabelRun, RunID()),
+	}
 	for _, u := range objs {
 		u = u.DeepCopy()
 		u.SetName(u.GetName() + suffix)
 		switch u.GetKind() {
 		case "MutatingAdmissionPolicy":
 			conds, _, _ := unstructured.NestedSlice(u.Object, "spec", "matchConditions")
-			conds = append(conds, map[string]any{
-				"name":       "the-runs-own-nodes",
-				"expression": fmt.Sprintf("'%s' in object.metadata.labels && object.metadata.labels['%s'] == '%s'", LabelRun, LabelRun, RunID()),
-			})
-			_ = unstructured.SetNestedSlice(u.Object, conds, "spec", "matchConditions")
-			muts, _, _ := unstructured.NestedSlice(u.Object, "spec", "mutations")
-			muts = append(muts, map[string]any{
-				"patchType": "JSONPatch",
-				"jsonPatch": map[string]any{"expression": fmt.Sprintf("has(object.metadata.annotations) && '%s' in object.metadata.annotations ? [JSONPatch{op: \"remove\", path: \"/metadata/annotations/\" + jsonpatch.escapeKey('%s')}] : []", fleet.AnnotationKwokNode, fleet.AnnotationKwokNode)},
-			})
-			_ = unstructured.SetNestedSlice(u.Object, muts, "spec", "mutations")
+			_ = unstructured.SetNestedSlice(u.Object, append(conds, runsOwn), "spec", "matchConditions")
 		case "MutatingAdmissionPolicyBinding":
 			if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
 				_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")
@@ -227,7 +227,32 @@ func runsOwnBornWithoutGPUs(objs []*unstructured.Unstructured) []*unstructured.U
 		}
 		out = append(out, u)
 	}
-	return out
+	name := "gpupool-cloud-nodes-unannotated" + suffix
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "MutatingAdmissionPolicy",
+		"metadata":   map[string]any{"name": name},
+		"spec": map[string]any{
+			"failurePolicy":      "Fail",
+			"reinvocationPolicy": "Never",
+			"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+				"apiGroups": []any{""}, "apiVersions": []any{"v1"},
+				"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"nodes"},
+			}}},
+			"matchConditions": []any{runsOwn},
+			"mutations": []any{map[string]any{
+				"patchType": "JSONPatch",
+				"jsonPatch": map[string]any{"expression": fmt.Sprintf("has(object.metadata.annotations) && '%s' in object.metadata.annotations ? [JSONPatch{op: \"remove\", path: \"/metadata/annotations/\" + jsonpatch.escapeKey('%s')}] : []", fleet.AnnotationKwokNode, fleet.AnnotationKwokNode)},
+			}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind":       "MutatingAdmissionPolicyBinding",
+		"metadata":   map[string]any{"name": name},
+		"spec":       map[string]any{"policyName": name},
+	}}
+	return append(out, policy, binding)
 }
 
 // autoscalerGates are the candidate's Karpenter feature gates.
