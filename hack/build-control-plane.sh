@@ -82,21 +82,28 @@ build_kwok() {
   mv "$tmp"/* "$KWOK_BIN_DIR/"
 }
 
-# Karpenter's KWOK cloud provider, from its own module under hack/tools
-# (hack/tools/karpenter/tools.go says why), as karpenter-kwok.
+# Karpenter with its KWOK cloud provider, from gpupool's own main in its
+# own module (hack/tools/karpenter/cmd/karpenter-kwok says why), as
+# karpenter-kwok. Cached by version, and built again when that module's
+# sources change (the stamp is their hash).
 build_karpenter() {
-  if have_all "$KARPENTER_BIN_DIR" karpenter-kwok; then log "karpenter $KARPENTER_VERSION: cached"; return; fi
+  local stamp
+  stamp="$(cd "$ROOT/hack/tools/karpenter" && find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 | LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)"
+  if have_all "$KARPENTER_BIN_DIR" karpenter-kwok && [[ "$(cat "$KARPENTER_BIN_DIR/sources" 2>/dev/null)" == "$stamp" ]]; then
+    log "karpenter $KARPENTER_VERSION: cached"; return
+  fi
   local pinned
   pinned="$(cd "$ROOT/hack/tools/karpenter" && go list -m -f '{{.Version}}' sigs.k8s.io/karpenter)"
   if [[ "$pinned" != "$KARPENTER_VERSION" ]]; then
     echo "KARPENTER_VERSION is $KARPENTER_VERSION but hack/tools/karpenter/go.mod pins sigs.k8s.io/karpenter $pinned: change it there (go get sigs.k8s.io/karpenter@$KARPENTER_VERSION)" >&2
     exit 2
   fi
-  log "karpenter $KARPENTER_VERSION: building its KWOK cloud provider"
+  log "karpenter $KARPENTER_VERSION: building it with its KWOK cloud provider"
   new_scratch; local tmp="$REPLY"
-  (cd "$ROOT/hack/tools/karpenter" && CGO_ENABLED=0 with_progress "karpenter $KARPENTER_VERSION" go build -v -trimpath -ldflags "-s -w" -o "$tmp/karpenter-kwok" sigs.k8s.io/karpenter/kwok)
+  (cd "$ROOT/hack/tools/karpenter" && CGO_ENABLED=0 with_progress "karpenter $KARPENTER_VERSION" go build -v -trimpath -ldflags "-s -w" -o "$tmp/karpenter-kwok" ./cmd/karpenter-kwok)
   mkdir -p "$KARPENTER_BIN_DIR"
   mv "$tmp/karpenter-kwok" "$KARPENTER_BIN_DIR/"
+  echo "$stamp" > "$KARPENTER_BIN_DIR/sources"
 }
 
 build_kind() {

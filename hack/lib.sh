@@ -6,7 +6,7 @@ KUBE_VERSION="${KUBE_VERSION:-v1.37.2}"
 ETCD_VERSION="${ETCD_VERSION:-v3.7.0}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 KIND_VERSION="${KIND_VERSION:-v0.33.0}"
-KARPENTER_VERSION="${KARPENTER_VERSION:-v1.13.0}"
+KARPENTER_VERSION="${KARPENTER_VERSION:-v1.14.1}"
 
 # Build cache: outside the work tree so every clone on this machine (CI's too)
 # reuses what was built; keyed by version so a bump builds fresh.

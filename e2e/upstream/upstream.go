@@ -81,7 +81,7 @@ const KarpenterModule = "sigs.k8s.io/karpenter"
 // karpenterVersion is the Karpenter release whose CRDs the harness
 // installs; it is the one hack/tools/karpenter builds (versions.Karpenter,
 // kept equal by a test).
-const karpenterVersion = "v1.13.0"
+const karpenterVersion = "v1.14.1"
 
 // Files of the Karpenter module, relative to its root: the CRDs Karpenter
 // with its KWOK provider needs, in the order they are installed.

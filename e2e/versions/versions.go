@@ -14,5 +14,5 @@ const (
 	Kind = "v0.33.0"
 	// Karpenter is sigs.k8s.io/karpenter, whose KWOK cloud provider
 	// autoscales simulated pools.
-	Karpenter = "v1.13.0"
+	Karpenter = "v1.14.1"
 )
