@@ -171,6 +171,19 @@ func DRASlices(node string, inv NodeInventory, gpus []GPUState, cfg DRAConfig, g
 	return specs, nil
 }
 
+// DRATemplates are the devices a machine of inv publishes under the
+// driver's default configuration (whole GPUs, no shares: dra-facts §2),
+// for an autoscaler that plans claims on machines it has yet to make:
+// the slices of DRASlices without a node, their pool named pool. A pool
+// whose driver is set up otherwise publishes other devices than these.
+func DRATemplates(pool string, inv NodeInventory) ([]resourcev1.ResourceSliceSpec, error) {
+	specs, err := DRASlices(pool, inv, nil, DRAConfig{Mode: DRAWholeGPU}, 0, nil)
+	for i := range specs {
+		specs[i].NodeName = nil
+	}
+	return specs, err
+}
+
 // draNode builds one node's devices.
 type draNode struct {
 	node string

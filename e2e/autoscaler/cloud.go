@@ -49,8 +49,16 @@ func InstanceTypeFor(p fleet.Pool) (InstanceType, error) {
 	if p.GPUsPerNode <= 0 {
 		return InstanceType{}, fmt.Errorf("pool %s: gpusPerNode must be positive for an instance type, got %d", p.Name, p.GPUsPerNode)
 	}
+	name := fmt.Sprintf("sim-%s-x%d", sku.Key, p.GPUsPerNode)
+	// The GPUs as NVIDIA's DRA driver would publish them, for pods that
+	// claim devices; on a pool whose nodes run the device plugin instead
+	// they are never published, as a cloud's description would not know.
+	templates, err := fakegpu.DRATemplates(name, fakegpu.NodeInventory{SKU: sku, Count: p.GPUsPerNode})
+	if err != nil {
+		return InstanceType{}, fmt.Errorf("pool %s: %w", p.Name, err)
+	}
 	return InstanceType{
-		Name: fmt.Sprintf("sim-%s-x%d", sku.Key, p.GPUsPerNode),
+		Name: name,
 		// One zone, on demand; a price per GPU, so a NodePool offered
 		// several sizes prefers the smallest that fits, as a cloud's do.
 		Offerings:        []Offering{OfferingIn("on-demand", "sim-zone-a", float64(p.GPUsPerNode))},
@@ -62,6 +70,7 @@ func InstanceTypeFor(p fleet.Pool) (InstanceType, error) {
 			"pods":           strconv.Itoa(p.NodeMaxPods()),
 			"nvidia.com/gpu": strconv.Itoa(p.GPUsPerNode),
 		},
+		ResourceSliceTemplates: templates,
 	}, nil
 }
 

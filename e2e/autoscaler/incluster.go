@@ -137,6 +137,9 @@ func inClusterValues(repo, tag string, info bool) map[string]any {
 				// One Karpenter, the run's: no lease to win or wait for
 				// after a restart (autoscaler-facts §2.3).
 				map[string]any{"name": "DISABLE_LEADER_ELECTION", "value": "true"},
+				// As beside the cluster (Start): fit ResourceClaims to the
+				// instance types' devices (autoscaler-facts §10.1).
+				map[string]any{"name": "IGNORE_DRA_REQUESTS", "value": "false"},
 			},
 			"extraVolumeMounts": []any{map[string]any{"name": "instance-types", "mountPath": instanceTypesDir, "readOnly": true}},
 		},
@@ -149,6 +152,13 @@ func inClusterValues(repo, tag string, info bool) map[string]any {
 				map[string]any{"key": "type", "operator": "NotIn", "values": []any{"kwok"}},
 			}}},
 		}}},
+		// What Karpenter reads when it fits claims, which the chart does
+		// not grant (autoscaler-facts §10.5.6).
+		"additionalClusterRoleRules": []any{map[string]any{
+			"apiGroups": []any{"resource.k8s.io"},
+			"resources": []any{"resourceslices", "resourceclaims", "deviceclasses"},
+			"verbs":     []any{"get", "list", "watch"},
+		}},
 		// The kind node may keep its control-plane taint.
 		"tolerations":                   []any{map[string]any{"operator": "Exists"}},
 		"terminationGracePeriodSeconds": 10,

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
 	"github.com/gpupool/gpupool/e2e/dirs"
@@ -49,6 +50,11 @@ type InstanceType struct {
 	Architecture     string            `json:"architecture"`
 	OperatingSystems []string          `json:"operatingSystems"`
 	Resources        map[string]string `json:"resources"`
+	// ResourceSliceTemplates are the devices the machine's DRA driver
+	// will publish, which Karpenter fits ResourceClaims to before the
+	// machine exists (autoscaler-facts §10). Not the provider's: gpupool's
+	// build of it reads them (hack/tools/karpenter/cmd/karpenter-kwok).
+	ResourceSliceTemplates []resourcev1.ResourceSliceSpec `json:"resourceSliceTemplates,omitempty"`
 }
 
 // Offering is where and at what price an instance type is sold, in the
@@ -134,6 +140,10 @@ func Start(opt Options) (*Karpenter, error) {
 		"KUBECONFIG=" + opt.Kubeconfig,
 		"HOME=" + dir,
 		"PATH=" + os.Getenv("PATH"),
+		// Karpenter skips pods with ResourceClaims unless told not to
+		// (autoscaler-facts §10.1); told, it fits their claims to the
+		// devices the instance types say their machines will publish.
+		"IGNORE_DRA_REQUESTS=false",
 	}
 	args := []string{bin,
 		"--instance-types-file-path", typesFile,

@@ -288,7 +288,7 @@ func ExplainedNodePool(u *unstructured.Unstructured, types []InstanceType) (expl
 			}
 			res[corev1.ResourceName(name)] = q
 		}
-		out.Offers = append(out.Offers, explain.Offer{InstanceType: it.Name, Resources: res})
+		out.Offers = append(out.Offers, explain.Offer{InstanceType: it.Name, Resources: res, Templates: it.ResourceSliceTemplates})
 	}
 	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
@@ -56,6 +58,9 @@ type Offer struct {
 	Resources corev1.ResourceList
 	// Overlays name those NodeOverlays.
 	Overlays []string
+	// Templates are the devices the cloud says the machine's DRA driver
+	// publishes, which the autoscaler fits a pod's claims to.
+	Templates []resourcev1.ResourceSliceSpec
 }
 
 // Overlay is a NodeOverlay's capacity for one instance type of a
@@ -74,7 +79,7 @@ type Overlay struct {
 // so, for the explanation of a resource no node advertises.
 func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
 	var atLimit, lacking []string
-	skipped := containersUseClaims(pod)
+	claims := containersUseClaims(pod)
 	sized := resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{})
 	for _, np := range c.NodePools {
 		// A node the NodePool makes: its template's labels and taints.
@@ -85,18 +90,21 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 		if _, tolerated := untolerated(pod, made); !tolerated {
 			continue
 		}
-		if skipped {
-			lacking = append(lacking, fmt.Sprintf("NodePool %s's nodes would take it, but the autoscaler makes no node for a pod whose containers use ResourceClaims: Karpenter skips such a pod, by default (--ignore-dra-requests; autoscaler-facts §10.1)", np.Name))
-			continue
-		}
 		var offered, small []string
 		for _, o := range np.Offers {
 			if over := outsized(o.Resources, sized); over != "" {
 				small = append(small, fmt.Sprintf("%s (%s)", o.InstanceType, over))
 				continue
 			}
-			if !holds(o.Resources, req) {
-				offered = append(offered, fmt.Sprintf("%s (%s)", o.InstanceType, gpuResources(o.Resources)))
+			offers := o.Resources
+			if claims {
+				// Claims are fitted to the devices the machine's DRA
+				// driver will publish (autoscaler-facts §10), as the
+				// run's Karpenter does (IGNORE_DRA_REQUESTS=false).
+				offers = withDevices(o.Resources, c.DRA.templateDevices(o.Templates))
+			}
+			if !holds(offers, req) {
+				offered = append(offered, fmt.Sprintf("%s (%s)", o.InstanceType, gpuResources(offers)))
 				continue
 			}
 			if name, over := np.overLimit(o.Resources); over {
@@ -164,10 +172,27 @@ func outsized(machine corev1.ResourceList, asks corev1.ResourceList) string {
 	return strings.Join(out, "; ")
 }
 
-// containersUseClaims is how Karpenter tells a pod with DRA requirements:
-// a container or init container that uses a claim; spec.resourceClaims
-// alone does not count (autoscaler-facts §10.2).
+// limitNodes limits a NodePool's count of nodes; every node counts one
+// (autoscaler-facts §12.1, §12.3).
+const limitNodes = "nodes"
+
+// withDevices is a machine's resources with its template devices' count
+// of each name a DeviceClass serves in place of what the cloud lists.
+func withDevices(l corev1.ResourceList, devices map[string]int64) corev1.ResourceList {
+	out := l.DeepCopy()
+	for name, n := range devices {
+		out[corev1.ResourceName(name)] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
+	return out
+}
+
+// containersUseClaims is how Karpenter v1.14 tells a pod with DRA
+// requirements: it declares ResourceClaims, or a container or init
+// container uses one (autoscaler-facts §10.2).
 func containersUseClaims(pod *corev1.Pod) bool {
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return true
+	}
 	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range cs {
 			if len(c.Resources.Claims) > 0 {
@@ -193,6 +218,9 @@ func holds(l corev1.ResourceList, req map[string]int64) bool {
 func (np NodePool) overLimit(node corev1.ResourceList) (string, bool) {
 	for name, lim := range np.Limits {
 		add, ok := node[name]
+		if name == limitNodes {
+			add, ok = resource.MustParse("1"), true
+		}
 		if !ok {
 			continue
 		}
@@ -216,8 +244,8 @@ func quantityString(l corev1.ResourceList, name string) string {
 func gpuResources(l corev1.ResourceList) string {
 	var out []string
 	for name, q := range l {
-		if strings.HasPrefix(string(name), resourcePrefix) {
-			out = append(out, fmt.Sprintf("%s %s", name, q.String()))
+		if strings.HasPrefix(string(name), resourcePrefix) || strings.HasPrefix(string(name), ImplicitClassPrefix) {
+			out = append(out, fmt.Sprintf("%s %s", describe(string(name)), q.String()))
 		}
 	}
 	sort.Strings(out)
@@ -230,7 +258,7 @@ func gpuResources(l corev1.ResourceList) string {
 func asks(req map[string]int64) string {
 	var out []string
 	for _, r := range sortedKeys(req) {
-		out = append(out, fmt.Sprintf("%s %d", r, req[r]))
+		out = append(out, fmt.Sprintf("%s %d", describe(r), req[r]))
 	}
 	return strings.Join(out, ", ")
 }
@@ -238,8 +266,8 @@ func asks(req map[string]int64) string {
 // CannotScale says why no autoscaler will ever make a node for a Pending
 // pod that some NodePool's nodes would take: no machine those NodePools
 // may buy lists what it asks (autoscaler-facts §3.3), their requirements
-// rule out every machine the cloud sells, or the pod's containers use
-// ResourceClaims, which Karpenter skips (§10.1). It is "" whenever
+// rule out every machine the cloud sells, or none of the devices they
+// will publish fits the pod's claims (§10). It is "" whenever
 // a NodePool can make a node for the pod, is at its limit, or no NodePool
 // takes the pod at all: explain's model of a NodePool's nodes is its
 // template's labels and taints, narrower than Karpenter's, so those cases

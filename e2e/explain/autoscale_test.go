@@ -8,7 +8,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpupool/gpupool/fakegpu"
 )
 
 func burstPool(inUseGPUs int64) NodePool {
@@ -99,22 +103,56 @@ func TestCannotScale(t *testing.T) {
 	assert.Empty(t, c.CannotScale(&untol), "no NodePool takes it in explain's model, which is narrower than Karpenter's")
 }
 
-// A pod whose container uses a ResourceClaim gets no node from Karpenter
-// at all (autoscaler-facts §10.1), whatever the machine holds; declaring
-// the claim in spec.resourceClaims alone is not that (§10.2).
+// A pod of claims is fitted, as the run's Karpenter fits it, to the
+// devices the cloud says a machine's DRA driver will publish (its
+// ResourceSlice templates, autoscaler-facts §10), selected by the claim's
+// DeviceClass; a NodePool limited in nodes is at its limit when one more
+// node would pass it (§12.3).
 func TestCannotScaleAPodOfClaims(t *testing.T) {
-	c := Cluster{NodePools: []NodePool{burstPool(0)}}
-	claims := burstPod("nvidia.com/gpu")
-	claims.Spec.Containers[0].Resources.Limits = nil
-	claims.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("h100")}}
-	assert.Empty(t, c.CannotScale(&claims), "a claim no container uses: Karpenter sizes the pod without it")
+	sku, err := fakegpu.LookupSKU("h100-80gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	templates, err := fakegpu.DRATemplates("sim-h100-80gb-x8", fakegpu.NodeInventory{SKU: sku, Count: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := func(templates []resourcev1.ResourceSliceSpec, nodesInUse int64) NodePool {
+		np := burstPool(0)
+		np.Offers[0].Templates = templates
+		np.Limits = corev1.ResourceList{"nodes": *resourceQ(1)}
+		np.InUse = corev1.ResourceList{"nodes": *resourceQ(nodesInUse)}
+		return np
+	}
+	class := resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "h100.gpu.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
+		Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100 80GB HBM3'"}}}}}
+	claimOf := func(n int64) resourcev1.ResourceClaim {
+		return resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "wants-gpu", Namespace: "ns"},
+			Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{Name: "gpu",
+				Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: class.Name, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: n}}}}}}
+	}
+	pod := burstPod("nvidia.com/gpu")
+	pod.Namespace = "ns"
+	pod.Spec.Containers[0].Resources.Limits = nil
+	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptrTo("h100")}}
+	pod.Status.ResourceClaimStatuses = []corev1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptrTo("wants-gpu")}}
+	cluster := func(np NodePool, claim int64) Cluster {
+		return Cluster{NodePools: []NodePool{np}, DRA: NewDRA(nil, []resourcev1.ResourceClaim{claimOf(claim)}, []resourcev1.DeviceClass{class})}
+	}
 
-	claims.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
-	assert.Contains(t, c.CannotScale(&claims), "NodePool gpu-h100-burst's nodes would take it, but the autoscaler makes no node for a pod whose containers use ResourceClaims")
+	assert.Empty(t, cluster(pool(templates, 0), 8).CannotScale(&pod), "8 H100s claimed, the machine's driver publishes 8")
+	got := Pod(&pod, cluster(pool(templates, 0), 8))
+	assert.Equal(t, NodeComing, got.Category, got.String())
+	assert.Contains(t, cluster(pool(templates, 0), 9).CannotScale(&pod), "not what it asks (DeviceClass h100.gpu.nvidia.com 9)")
+	assert.Contains(t, cluster(pool(nil, 0), 1).CannotScale(&pod), "not what it asks", "a machine the cloud lists no devices for")
+	got = Pod(&pod, cluster(pool(templates, 1), 8))
+	assert.Equal(t, NodePoolAtLimit, got.Category, got.String())
+	assert.Contains(t, got.Message, "would take nodes past its limit of 1 (in use: 1)")
 
-	untol := claims.DeepCopy()
+	untol := pod.DeepCopy()
 	untol.Spec.Tolerations = nil
-	assert.Empty(t, c.CannotScale(untol), "no NodePool takes it anyway")
+	assert.Empty(t, cluster(pool(nil, 0), 8).CannotScale(untol), "no NodePool takes it anyway")
 }
 
 func ptrTo(s string) *string { return &s }

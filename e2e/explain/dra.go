@@ -88,19 +88,45 @@ type DRA struct {
 	// Failing says, by the names a DeviceClass serves, how its selectors
 	// fail to evaluate on a published device (the first failure seen).
 	Failing map[string]string
+	classes []draClass
+}
+
+// draClass is a DeviceClass as explanations count it: the names its
+// devices serve (its implicit name, and the name it maps) and its
+// selectors.
+type draClass struct {
+	name  string
+	names []string
+	match classMatcher
+}
+
+// templateDevices counts, by the names DeviceClasses serve, the devices
+// of a machine's ResourceSlice templates: what an autoscaler that plans
+// claims on them (autoscaler-facts §10) counts the machine as offering. A
+// selector that fails on a device does not select it, as in Karpenter's
+// allocator.
+func (d *DRA) templateDevices(templates []resourcev1.ResourceSliceSpec) map[string]int64 {
+	out := map[string]int64{}
+	if d == nil {
+		return out
+	}
+	for _, s := range templates {
+		for _, dev := range s.Devices {
+			for _, c := range d.classes {
+				if ok, err := c.match.matches(s.Driver, dev); ok && err == nil {
+					for _, r := range c.names {
+						out[r]++
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // NewDRA reads the DRA side of a cluster from its objects.
 func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim, classes []resourcev1.DeviceClass) *DRA {
 	d := &DRA{Nodes: map[string]DRANode{}, ClassResources: map[string]string{}, Claims: map[string]*resourcev1.ResourceClaim{}, Failing: map[string]string{}}
-	// The names each class's devices serve: its implicit name, and the
-	// name it maps.
-	type class struct {
-		name  string
-		names []string
-		match classMatcher
-	}
-	var byClass []class
 	for _, c := range classes {
 		names := []string{ImplicitClassPrefix + c.Name}
 		if r := c.Spec.ExtendedResourceName; r != nil {
@@ -108,9 +134,10 @@ func NewDRA(slices []resourcev1.ResourceSlice, claims []resourcev1.ResourceClaim
 			names = append(names, *r)
 		}
 		if m, ok := newClassMatcher(c); ok {
-			byClass = append(byClass, class{c.Name, names, m})
+			d.classes = append(d.classes, draClass{c.Name, names, m})
 		}
 	}
+	byClass := d.classes
 	newest := map[string]int64{}
 	for _, s := range slices {
 		if s.Spec.Driver == fakegpu.DRADriver {

@@ -36,8 +36,8 @@ import (
 //     scales from zero: the autoscaler knows only what an instance type
 //     lists (autoscaler-facts §3.3), unless a NodeOverlay adds it and
 //     Karpenter runs with its NodeOverlay gate on (§8.5, §8.6);
-//   - an autoscaled pool served through DRA, which Karpenter does not
-//     scale (§10.1, §8.4.1).
+//   - an autoscaled pool whose DRA driver publishes other devices than
+//     the whole GPUs Karpenter plans claims on (§10).
 func Review(pl *Plan) []string {
 	var out []string
 	out = append(out, reviewPolicies(pl)...)
@@ -69,8 +69,13 @@ func reviewScaleFromZero(pl *Plan) []string {
 			name += " (trust domain " + p.TrustDomains[0].Name + ")"
 		}
 		if p.DRA != nil {
-			out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is served through DRA, which Karpenter %s scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down: it makes no node for a pod whose containers claim devices (--ignore-dra-requests, autoscaler-facts §10.1), and a node it makes for nvidia.com/gpu never initializes, as no device plugin registers the resource (§8.4), so it is never consolidated, even empty: it goes only when it expires (expireAfter) or by hand (§8.4.1)",
-				pl.Fleet.File, name, upstream.KarpenterVersion()))
+			// Karpenter fits claims to the devices the instance type
+			// lists (autoscaler-facts §10), which the cloud describes as
+			// the driver's defaults publish them (fakegpu.DRATemplates).
+			if p.DRA.Mode != fakegpu.DRAWholeGPU || p.DRA.ConsumableShares != "" {
+				out = append(out, fmt.Sprintf("fleet %s: autoscaled pool %s is served through DRA as %s, but Karpenter %s plans a pod's claims on the whole GPUs the cloud lists for its machine (driver defaults): it may make a node for claims the node's devices cannot satisfy, or none for claims they could",
+					pl.Fleet.File, name, draSetup(p.DRA), upstream.KarpenterVersion()))
+			}
 			continue
 		}
 		res, _, err := pl.Intended(p.Pool)
@@ -210,4 +215,13 @@ func reviewTrustDomains(pl *Plan) []string {
 		}
 	}
 	return out
+}
+
+// draSetup says a pool's DRA driver setup: "mode static-mig", "mode gpu
+// with consumable shares 4".
+func draSetup(d *fleet.DRA) string {
+	if d.ConsumableShares == "" {
+		return "mode " + d.Mode
+	}
+	return "mode " + d.Mode + " with consumable shares " + d.ConsumableShares
 }

@@ -79,11 +79,11 @@ func TestReviewSaysANodeOverlayIsGatedOff(t *testing.T) {
 
 // A DRA pool as an autoscaled pool: Karpenter v1.13 cannot scale it, and
 // the review says why before any cluster.
-func TestReviewSaysADRAPoolDoesNotAutoscale(t *testing.T) {
+func TestReviewSaysWhereKarpenterPlansOtherDevices(t *testing.T) {
 	pl, err := Prepare("../../manifests/fleets/reference.yaml", "../../manifests/candidates/reference")
 	require.NoError(t, err)
 	pl.Fleet.Spec.AutoscaledPools[0].DRA = &fleet.DRA{Mode: "gpu", DeviceClasses: []string{"h100.gpu.nvidia.com"}}
-	got := strings.Join(Review(pl), "\n")
-	assert.Contains(t, got, "autoscaled pool gpu-h100-burst is served through DRA, which Karpenter v1.13.0 scales up only for pods asking the nvidia.com/gpu a DeviceClass maps, and never down")
-	assert.Contains(t, got, "never consolidated, even empty")
+	assert.NotContains(t, strings.Join(Review(pl), "\n"), "gpu-h100-burst", "whole GPUs are what Karpenter plans on")
+	pl.Fleet.Spec.AutoscaledPools[0].DRA = &fleet.DRA{Mode: "static-mig", DeviceClasses: []string{"mig.nvidia.com"}}
+	assert.Contains(t, strings.Join(Review(pl), "\n"), "autoscaled pool gpu-h100-burst is served through DRA as mode static-mig, but Karpenter v1.14.1 plans a pod's claims on the whole GPUs")
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
@@ -132,4 +133,36 @@ func Resources(counts map[string]int64) string {
 		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// AutoscaledPod is the pod a tenant makes for count GPUs of an autoscaled
+// pool, in namespace ns: one asking res, or on a pool served through DRA
+// one claiming count devices of the pool's first DeviceClass from a
+// ResourceClaimTemplate this creates, owned by the run. Karpenter plans
+// claims on the devices an instance type lists, but a node it makes for
+// the resource a DeviceClass maps never initializes (autoscaler-facts
+// §10): tenants of an autoscaled DRA pool claim.
+func AutoscaledPod(ctx context.Context, r *harness.Run, check string, p fleet.Pool, domain *fleet.TrustDomain, ns, name, res string, count int64) (*corev1.Pod, error) {
+	pod := workload.New(check, ns, name).ForPool(p, domain)
+	if p.DRA == nil {
+		return pod.GPU(res, count).Pod, nil
+	}
+	if len(p.DRA.DeviceClasses) == 0 {
+		return nil, fmt.Errorf("pool %s is served through DRA but names no DeviceClass its tenants claim", p.Name)
+	}
+	tmpl := workload.ClaimTemplate(check, ns, name, p.DRA.DeviceClasses[0], count)
+	harness.Own(&tmpl.ObjectMeta)
+	if _, err := r.Client.ResourceV1().ResourceClaimTemplates(ns).Create(ctx, tmpl, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating ResourceClaimTemplate %s/%s: %w", ns, name, err)
+	}
+	return pod.RuntimeClass(workload.RuntimeClass).ClaimFromTemplate("gpu", tmpl.Name).Pod, nil
+}
+
+// Asks says what AutoscaledPod's pod asks: "8 nvidia.com/gpu", "a claim
+// of 8 devices of DeviceClass h100.gpu.nvidia.com".
+func Asks(p fleet.Pool, res string, count int64) string {
+	if p.DRA == nil || len(p.DRA.DeviceClasses) == 0 {
+		return fmt.Sprintf("%d %s", count, res)
+	}
+	return fmt.Sprintf("a claim of %d devices of DeviceClass %s", count, p.DRA.DeviceClasses[0])
 }

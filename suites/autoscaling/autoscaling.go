@@ -42,7 +42,7 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 		Assess("a Pending GPU pod of each autoscaled pool gets a node of that pool's NodePool, as the pool is designed", func(ctx context.Context, t *testing.T, _ *envconf.Config) context.Context {
 			r := suite.From(ctx)
 			eachPool(t, autoscaled(t, r), func(p fleet.AutoscaledPool) error {
-				pod, err := suite.WellFormedPod(ctx, r, c.ID, p.Pool, objectName(p, "scales"))
+				pod, err := tenantPod(ctx, r, c.ID, p, objectName(p, "scales"))
 				if err != nil {
 					return err
 				}
@@ -107,7 +107,7 @@ func scaledUp(ctx context.Context, r *harness.Run, pl *placed, p fleet.Autoscale
 			}
 			if said != "" && said != judged {
 				judged = said
-				why, err := cannotScale(ctx, dyn, types, r.OverlayGate(), got)
+				why, err := cannotScale(ctx, r, dyn, types, got)
 				if err != nil {
 					return false, "", err
 				}
@@ -168,12 +168,19 @@ func nodePoolReader(r *harness.Run) (dynamic.Interface, []autoscaler.InstanceTyp
 
 // cannotScale is explain's word, NodePools included, when no autoscaler
 // will ever make a node for the Pending pod ("" otherwise).
-func cannotScale(ctx context.Context, dyn dynamic.Interface, types []autoscaler.InstanceType, gate autoscaler.OverlayGate, pod *corev1.Pod) (string, error) {
-	nodePools, err := autoscaler.NodePools(ctx, dyn, types, gate)
+func cannotScale(ctx context.Context, r *harness.Run, dyn dynamic.Interface, types []autoscaler.InstanceType, pod *corev1.Pod) (string, error) {
+	nodePools, err := autoscaler.NodePools(ctx, dyn, types, r.OverlayGate())
 	if err != nil {
 		return "", err
 	}
-	return explain.Cluster{NodePools: nodePools}.CannotScale(pod), nil
+	c := explain.Cluster{NodePools: nodePools}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		// What its claims ask, by their DeviceClasses.
+		if c.DRA, err = explain.LoadDRA(ctx, r.Client); err != nil {
+			return "", err
+		}
+	}
+	return c.CannotScale(pod), nil
 }
 
 // nodeProblems says how a node the pod ran on falls short of the pool's

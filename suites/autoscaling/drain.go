@@ -71,7 +71,7 @@ func drainGuarded(ctx context.Context, t *testing.T, r *harness.Run, check strin
 	// pod makes: the pool need not be at zero first (a removal takes
 	// Karpenter at least 5 s, autoscaler-facts §6.9).
 	name := objectName(p, "guarded")
-	pod, err := suite.WellFormedPod(ctx, r, check, p.Pool, name)
+	pod, err := tenantPod(ctx, r, check, p, name)
 	if err != nil {
 		return err
 	}

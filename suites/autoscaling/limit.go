@@ -27,7 +27,6 @@ import (
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/suite"
 	"github.com/gpupool/gpupool/e2e/wait"
-	"github.com/gpupool/gpupool/e2e/workload"
 	"github.com/gpupool/gpupool/fakegpu"
 )
 
@@ -86,17 +85,20 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 	fill := p.MaxNodes * int(perNode/unit) // the pods the designed nodes hold
 	var pods []*placed
 	for i := 0; i <= fill; i++ {
-		pod := workload.New(check, ns, objectName(p, fmt.Sprintf("fill-%d", i))).ForPool(p.Pool, domain).GPU(res, unit).Pod
+		pod, err := suite.AutoscaledPod(ctx, r, check, p.Pool, domain, ns, objectName(p, fmt.Sprintf("fill-%d", i)), res, unit)
+		if err != nil {
+			return err
+		}
 		pl, err := place(ctx, r, pod, t.Logf)
 		if err != nil {
-			return fmt.Errorf("a pod asking %d %s: %w", unit, res, err)
+			return fmt.Errorf("a pod asking %s: %w", suite.Asks(p.Pool, res, unit), err)
 		}
 		pods = append(pods, pl)
 	}
 	var last *corev1.Pod
 	var said, judged string
 	var stalled stuck
-	what := fmt.Sprintf("%d pods of pool %s, each asking %d %s, to run and one more to be refused at the NodePool's limit", fill, p.Name, unit, res)
+	what := fmt.Sprintf("%d pods of pool %s, each asking %s, to run and one more to be refused at the NodePool's limit", fill, p.Name, suite.Asks(p.Pool, res, unit))
 	err = wait.For(ctx, what, limitTimeout, func(ctx context.Context) (bool, string, error) {
 		var running, pending []*corev1.Pod
 		nodes := map[string]bool{}
@@ -133,7 +135,7 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 				return false, seen, err
 			}
 			judged = msg
-			why, err := cannotScale(ctx, dyn, cloud.InstanceTypes(), r.OverlayGate(), pending[0])
+			why, err := cannotScale(ctx, r, dyn, cloud.InstanceTypes(), pending[0])
 			if err != nil {
 				return false, "", err
 			}
@@ -202,7 +204,11 @@ func fillPastLimit(ctx context.Context, t *testing.T, r *harness.Run, check stri
 		if got.Spec.NodeName != "" {
 			return false, "", fmt.Errorf("expected pod %s to stay Pending at the limit, but it was placed on %s", got.Name, got.Spec.NodeName)
 		}
-		reason = explain.Pod(got, explain.Cluster{Nodes: nodes.Items, Pods: all.Items, NodePools: nodePools})
+		dra, err := explain.LoadDRA(ctx, r.Client)
+		if err != nil {
+			return false, "", err
+		}
+		reason = explain.Pod(got, explain.Cluster{Nodes: nodes.Items, Pods: all.Items, DRA: dra, NodePools: nodePools})
 		return reason.Category == explain.NodePoolAtLimit, reason.String(), nil
 	})
 	if err != nil {
@@ -315,6 +321,11 @@ func notInitialized(ctx context.Context, dyn dynamic.Interface, n *corev1.Node) 
 // device plugin makes, for one (the time-slice headroom gotcha, the other
 // way round).
 func underAdvertised(ctx context.Context, r *harness.Run, p fleet.AutoscaledPool, res string, perNode int64) (string, error) {
+	if p.DRA != nil {
+		// Its nodes publish devices, not res; a node short of them
+		// stays uninitialized, which the wait for the pool says.
+		return "", nil
+	}
 	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: autoscaler.LabelNodePool + "=" + p.NodePool})
 	if err != nil {
 		return "", err

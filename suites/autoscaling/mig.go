@@ -77,7 +77,7 @@ func reconfigureGuarded(ctx context.Context, t *testing.T, r *harness.Run, check
 	}
 	if n == nil {
 		// None left by the checks before: one the pool makes for a pod.
-		pod, err := suite.WellFormedPod(ctx, r, check, p.Pool, objectName(p, "reconfigured"))
+		pod, err := tenantPod(ctx, r, check, p, objectName(p, "reconfigured"))
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,11 @@
 package autoscaling
 
 import (
+	"context"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 
 	"github.com/gpupool/gpupool/e2e/fleet"
@@ -71,4 +73,18 @@ func objectName(p fleet.AutoscaledPool, suffix string) string {
 		return p.Name + "-" + p.TrustDomains[0].Name + "-" + suffix
 	}
 	return p.Name + "-" + suffix
+}
+
+// tenantPod is a well-formed pod asking one GPU of the pool as its
+// tenants do (suite.AutoscaledPod): the pool's resource, or a claim.
+func tenantPod(ctx context.Context, r *harness.Run, check string, p fleet.AutoscaledPool, name string) (*corev1.Pod, error) {
+	res, err := r.IntendedResource(p.Pool)
+	if err != nil {
+		return nil, err
+	}
+	ns, domain, err := suite.NamespaceFor(ctx, p.Pool)
+	if err != nil {
+		return nil, err
+	}
+	return suite.AutoscaledPod(ctx, r, check, p.Pool, domain, ns, name, res, 1)
 }

@@ -429,7 +429,10 @@ func residentsOfAutoscaledPools(ctx context.Context, r *harness.Run) error {
 		}
 		// Autoscaled gives a trust domain's NodePool its domain's labels
 		// and taints already.
-		pod := workload.New("explore-resident", ns, "resident-"+ap.NodePool).ForPool(ap.Pool, nil).GPU(res, 1).Pod
+		pod, err := suite.AutoscaledPod(ctx, r, "explore-resident", ap.Pool, nil, ns, "resident-"+ap.NodePool, res, 1)
+		if err != nil {
+			return err
+		}
 		pod.Labels[residentLabel] = "true"
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
