@@ -948,12 +948,8 @@ func TestRunsOwnKarpenterOnAnExistingCluster(t *testing.T) {
 	fleetFile := cpuOnlyFleet(t, dir)
 	// A cluster with nothing of the reference candidate's, nor Karpenter's
 	// CRDs (gpupool up installs those for a candidate with NodePools).
-	cand := filepath.Join(dir, "bare")
-	require.NoError(t, os.MkdirAll(cand, 0o755))
-	require.NoError(t, os.WriteFile(filepath.Join(cand, "candidate.yaml"), []byte("apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: bare}\nspec:\n  description: a namespace alone\n  fleet: "+fleetFile+"\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(cand, "00-ns.yaml"), []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: bare}\n"), 0o644))
 	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
-	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--candidate", cand)
+	kubeconfig, _ := upCluster(t, gpupoolBin, repoRoot, env, "--candidate", bareCandidate(t, dir, fleetFile))
 	before := clusterObjects(t, kubeconfig)
 
 	ref := filepath.Join(repoRoot, "manifests", "candidates", "reference")
@@ -1058,6 +1054,22 @@ func dropAutoscale(t *testing.T, w *scale.Workload) {
 	}
 	w.Spec.Phases = slices.DeleteFunc(w.Spec.Phases, scale.Phase.Autoscale)
 	w.Spec.Mix = slices.DeleteFunc(w.Spec.Mix, func(m scale.MixEntry) bool { return autoscaled[m.Pool] })
+}
+
+// bareCandidate writes into dir a candidate of namespace bare and the
+// namespaces named, on the fleet file, and returns its directory: a
+// cluster with nothing else of the reference's, nor Karpenter's CRDs.
+func bareCandidate(t *testing.T, dir, fleetFile string, namespaces ...string) string {
+	t.Helper()
+	cand := filepath.Join(dir, "bare")
+	require.NoError(t, os.MkdirAll(cand, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "candidate.yaml"), []byte("apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: bare}\nspec:\n  description: namespaces alone\n  fleet: "+fleetFile+"\n"), 0o644))
+	var docs []string
+	for _, ns := range append([]string{"bare"}, namespaces...) {
+		docs = append(docs, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(cand, "00-ns.yaml"), []byte(strings.Join(docs, "---\n")), 0o644))
+	return cand
 }
 
 // cpuOnlyFleet writes a fleet of two CPU nodes into dir: a cluster the

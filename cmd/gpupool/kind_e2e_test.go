@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/checks"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/harness"
 	"github.com/gpupool/gpupool/e2e/scale"
@@ -45,23 +46,45 @@ func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 	}
 	require.NotEmpty(t, images["kwok"])
 	require.NotEmpty(t, images["fakegpu-controller"])
+	require.NotEmpty(t, images["karpenter"])
 
 	env := append(os.Environ(), "GPUPOOL_STATE="+state, "TMPDIR="+tmp)
-	kubeconfig, stopUp := upCluster(t, gpupoolBin, repoRoot, env, "--provider", "kind", "--fleet", fleetFile)
+	// A cluster with nothing of the reference's but the GPU Operator's
+	// namespace, where a kind cluster runs its device plugin: the run
+	// installs the rest, Karpenter's CRDs and NodePools with it, and a run
+	// installs only what is new there.
+	kubeconfig, stopUp := upCluster(t, gpupoolBin, repoRoot, env, "--provider", "kind", "--candidate", bareCandidate(t, dir, fleetFile, "gpu-operator"))
 	before := clusterObjects(t, kubeconfig)
+	ref := filepath.Join(dir, "reference-in-place")
+	require.NoError(t, os.MkdirAll(ref, 0o755))
+	base, err := filepath.Rel(ref, filepath.Join(repoRoot, "manifests", "candidates", "reference"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(ref, "candidate.yaml"), []byte("apiVersion: gpupool.dev/v1alpha1\nkind: Candidate\nmetadata: {name: reference-in-place}\nspec:\n  description: the reference but its gpu-operator namespace\n  base: "+base+"\n  omit:\n    - {kind: Namespace, name: gpu-operator}\n"), 0o644))
 
-	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools",
-		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"], "--explore-budget", "20/10s")
+	// The whole stack in the cluster, Karpenter too: every check, the
+	// autoscaling ones on nodes Karpenter makes from inside.
+	r := invoke(t, gpupoolBin, repoRoot, env, state, "run", "--kubeconfig", kubeconfig, "--simulate-pools", "--candidate", ref,
+		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"], "--karpenter-image", images["karpenter"], "--explore-budget", "20/10s")
 	require.Equal(t, 0, r.exit)
 	s, err := reports.ReadSummary(r.out)
 	require.NoError(t, err)
 	assert.Equal(t, "pass", s.Result)
+	passed := map[string]bool{}
 	for _, c := range s.Checks {
 		assert.Equal(t, "pass", c.Result, c.ID)
+		passed[c.ID] = c.Result == "pass"
 	}
+	for _, c := range checks.All() {
+		if c.NeedsAutoscaler {
+			assert.True(t, passed[c.ID], "%s is made with the run's Karpenter in the cluster", c.ID)
+		}
+	}
+	assert.Regexp(t, `autoscaler: Karpenter \S+ started from its chart, release gpupool-sim-[0-9a-f]+/gpupool-kp-[0-9a-f]+`, r.stderr)
 	assert.Regexp(t, `simulated stack: kwok and fakegpu controllers running in .* \(namespace gpupool-sim-[0-9a-f]+\)`, r.stderr)
 	assert.Contains(t, r.stderr, "simulated nodes joined")
 	assert.Regexp(t, `removed the [1-9][0-9]* objects run`, r.stderr)
+	// The cluster's own DaemonSets put pods on Karpenter's nodes too.
+	assert.Regexp(t, `removed [1-9][0-9]* pods of the cluster's own \(DaemonSets'\) left on nodes Karpenter made`, r.stderr)
 	assert.Equal(t, before, clusterObjects(t, kubeconfig), "the run left objects behind, or removed some")
 	assertNoKwokOf(t, "") // none ran here
 
@@ -71,7 +94,7 @@ func TestSimulatedStackRunsInTheCluster(t *testing.T) {
 	// what this proves (200 nodes took 3.5 min here, 1,000 pods bound at
 	// kind's scheduler pace); 200 nodes in bulk are make test-scale's.
 	fleetFile40, workloadFile := fifthOfScale200(t, dir)
-	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig,
+	sr := invoke(t, gpupoolBin, repoRoot, env, state, "scale", "--kubeconfig", kubeconfig, "--candidate", ref,
 		"--kwok-image", images["kwok"], "--fakegpu-image", images["fakegpu-controller"],
 		"--fleets", fleetFile40, "--workload", workloadFile, "--out", t.TempDir())
 	require.Equal(t, 0, sr.exit)

@@ -36,9 +36,9 @@ type runFlags struct {
 
 // targetFlags point a run at a cluster gpupool did not make.
 type targetFlags struct {
-	kubeconfig, context, disruptiveNodes string
-	simulate                             bool
-	kwokImage, fakegpuImage              string
+	kubeconfig, context, disruptiveNodes    string
+	simulate                                bool
+	kwokImage, fakegpuImage, karpenterImage string
 }
 
 func (t *targetFlags) register(fs *pflag.FlagSet) {
@@ -214,12 +214,16 @@ func suiteNames() string {
 func (t *targetFlags) registerStackImages(fs *pflag.FlagSet) {
 	fs.StringVar(&t.kwokImage, "kwok-image", "", "with --simulate-pools and --fakegpu-image: run the simulated pools' kwok controller in the cluster from this image (gpupool/kwok, built by hack/build-kind-images.sh), pulled by the cluster's nodes")
 	fs.StringVar(&t.fakegpuImage, "fakegpu-image", "", "with --simulate-pools and --kwok-image: run the simulated pools' fakegpu controller in the cluster from this image (gpupool/fakegpu-controller)")
+	fs.StringVar(&t.karpenterImage, "karpenter-image", "", "with --kwok-image and --fakegpu-image: run the run's Karpenter in the cluster too, from this image (gpupool/karpenter-kwok), to scale the fleet's autoscaled pools")
 }
 
 // stackImages returns the images of a simulated stack that runs in the
 // cluster, or nil when it runs in this process.
 func (t targetFlags) stackImages() (*harness.StackImages, error) {
 	if t.kwokImage == "" && t.fakegpuImage == "" {
+		if t.karpenterImage != "" {
+			return nil, errors.New("--karpenter-image runs Karpenter in the cluster with the simulated stack: it goes with --kwok-image and --fakegpu-image")
+		}
 		return nil, nil
 	}
 	if !t.simulate {
@@ -228,7 +232,7 @@ func (t targetFlags) stackImages() (*harness.StackImages, error) {
 	if t.kwokImage == "" || t.fakegpuImage == "" {
 		return nil, errors.New("--kwok-image and --fakegpu-image go together: the simulated stack runs in the cluster whole or not at all")
 	}
-	return &harness.StackImages{Kwok: t.kwokImage, FakeGPU: t.fakegpuImage}, nil
+	return &harness.StackImages{Kwok: t.kwokImage, FakeGPU: t.fakegpuImage, Karpenter: t.karpenterImage}, nil
 }
 
 // existing returns the cluster --kubeconfig names, or nil.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -31,6 +32,8 @@ import (
 // as upstream installs it: release "karpenter" in kube-system. Its
 // permissions are then the chart's (§2.9), its node writes and evictions
 // those of its service account, as in a team's cluster.
+// In a cluster gpupool did not make, it is a release of the run's own
+// (InClusterOptions.Release), so its objects never meet a team's.
 const (
 	ReleaseName      = "karpenter"
 	ReleaseNamespace = "kube-system"
@@ -47,8 +50,26 @@ const (
 	logInstanceTypesFailed = "failed constructing instance types"
 )
 
+// Release is where the chart is installed: its release name, which names
+// its objects, and its namespace.
+type Release struct{ Name, Namespace string }
+
+// DefaultRelease is upstream's: "karpenter" in kube-system.
+var DefaultRelease = Release{ReleaseName, ReleaseNamespace}
+
+func (r Release) String() string { return r.Namespace + "/" + r.Name }
+
+func (r Release) orDefault() Release {
+	if r == (Release{}) {
+		return DefaultRelease
+	}
+	return r
+}
+
 // InClusterOptions make Karpenter's Deployment.
 type InClusterOptions struct {
+	// Release is where (zero: DefaultRelease).
+	Release Release
 	// Image is the KWOK provider's image, loaded into the nodes
 	// (hack/build-kind-images.sh): "name:tag".
 	Image string
@@ -88,7 +109,8 @@ func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error
 	if errs := ch.Unknown(vals, nil); len(errs) > 0 {
 		return nil, fmt.Errorf("autoscaler: %w", errors.Join(errs...))
 	}
-	ms, err := ch.Render(ReleaseName, ReleaseNamespace, opt.KubeVersion, vals, "values")
+	rel := opt.Release.orDefault()
+	ms, err := ch.Render(rel.Name, rel.Namespace, opt.KubeVersion, vals, "values")
 	if err != nil {
 		return nil, fmt.Errorf("autoscaler: %w", err)
 	}
@@ -98,7 +120,7 @@ func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error
 	}
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": instanceTypesConfigMap, "namespace": ReleaseNamespace},
+		"metadata": map[string]any{"name": instanceTypesConfigMap, "namespace": rel.Namespace},
 		"data":     map[string]any{instanceTypesKey: string(types)},
 	}}
 	// The ConfigMap first: the pod reads the file once, at its start
@@ -219,25 +241,41 @@ func GateString(gates map[string]bool) string {
 
 // Deployed is Karpenter running as the chart's Deployment.
 type Deployed struct {
-	client kubernetes.Interface
-	sel    string
-	pod    string
-	cancel context.CancelFunc
-	done   chan struct{}
+	client     kubernetes.Interface
+	rel        Release
+	deployment string
+	sel        string
+	pod        string
+	cancel     context.CancelFunc
+	done       chan struct{}
+}
+
+// deploymentOf is the release's one Deployment, found by the instance
+// label the chart gives its objects (its name depends on the release's).
+func deploymentOf(ctx context.Context, client kubernetes.Interface, rel Release) (*appsv1.Deployment, error) {
+	l, err := client.AppsV1().Deployments(rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + rel.Name})
+	if err != nil {
+		return nil, err
+	}
+	if len(l.Items) != 1 {
+		return nil, fmt.Errorf("release %s has %d Deployments, not one", rel, len(l.Items))
+	}
+	return &l.Items[0], nil
 }
 
 // StartDeployed waits until the Deployment the objects made has a ready
 // pod, fails at once if its container crashes or the provider could not
 // read its instance types, and follows its log into log (nil: none). On
 // failure the Deployment is deleted: nothing is left making nodes.
-func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writer, timeout time.Duration) (_ *Deployed, err error) {
+func StartDeployed(ctx context.Context, client kubernetes.Interface, rel Release, log io.Writer, timeout time.Duration) (_ *Deployed, err error) {
 	ctx, cancelStart := context.WithTimeout(ctx, timeout)
 	defer cancelStart()
-	d, err := client.AppsV1().Deployments(ReleaseNamespace).Get(ctx, ReleaseName, metav1.GetOptions{})
+	rel = rel.orDefault()
+	d, err := deploymentOf(ctx, client, rel)
 	if err != nil {
 		return nil, fmt.Errorf("autoscaler: %w", err)
 	}
-	k := &Deployed{client: client, sel: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()}
+	k := &Deployed{client: client, rel: rel, deployment: d.Name, sel: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()}
 	defer func() {
 		if err != nil {
 			sctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
@@ -247,7 +285,7 @@ func StartDeployed(ctx context.Context, client kubernetes.Interface, log io.Writ
 			}
 		}
 	}()
-	err = wait.For(ctx, fmt.Sprintf("Karpenter's Deployment %s/%s to have a ready pod", ReleaseNamespace, ReleaseName), timeout, func(ctx context.Context) (bool, string, error) {
+	err = wait.For(ctx, fmt.Sprintf("Karpenter's Deployment %s/%s to have a ready pod", rel.Namespace, d.Name), timeout, func(ctx context.Context) (bool, string, error) {
 		p, err := k.current(ctx)
 		if err != nil || p == nil {
 			return false, "no pod yet", err
@@ -296,7 +334,7 @@ const stopTimeout = 30 * time.Second
 
 // current is the Deployment's pod that is not being deleted, if any.
 func (k *Deployed) current(ctx context.Context) (*corev1.Pod, error) {
-	pods, err := k.client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
+	pods, err := k.client.CoreV1().Pods(k.rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +350,7 @@ func (k *Deployed) current(ctx context.Context) (*corev1.Pod, error) {
 // restart).
 func (k *Deployed) logTail(ctx context.Context, pod string, previous bool) string {
 	lines := int64(20)
-	b, err := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(ctx)
+	b, err := k.client.CoreV1().Pods(k.rel.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous, TailLines: &lines}).DoRaw(ctx)
 	if err != nil {
 		return "(its log: " + err.Error() + ")"
 	}
@@ -322,7 +360,7 @@ func (k *Deployed) logTail(ctx context.Context, pod string, previous bool) strin
 // logSince is the container's whole log so far, up to 4 MiB.
 func (k *Deployed) logSince(ctx context.Context, pod string) string {
 	limit := int64(4 << 20)
-	b, _ := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).DoRaw(ctx)
+	b, _ := k.client.CoreV1().Pods(k.rel.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, LimitBytes: &limit}).DoRaw(ctx)
 	return string(b)
 }
 
@@ -338,7 +376,7 @@ func lineWith(log, s string) string {
 // follow copies the container's log until it ends (the pod goes) or ctx
 // does.
 func (k *Deployed) follow(ctx context.Context, pod string, w io.Writer) {
-	rc, err := k.client.CoreV1().Pods(ReleaseNamespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
+	rc, err := k.client.CoreV1().Pods(k.rel.Namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Follow: true}).Stream(ctx)
 	if err != nil {
 		return
 	}
@@ -361,12 +399,12 @@ func (k *Deployed) Stop(ctx context.Context) error {
 		}
 	}
 	fg := metav1.DeletePropagationForeground
-	err := k.client.AppsV1().Deployments(ReleaseNamespace).Delete(ctx, ReleaseName, metav1.DeleteOptions{PropagationPolicy: &fg})
+	err := k.client.AppsV1().Deployments(k.rel.Namespace).Delete(ctx, k.deployment, metav1.DeleteOptions{PropagationPolicy: &fg})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("autoscaler: deleting Karpenter's Deployment: %w", err)
 	}
 	err = wait.For(ctx, "Karpenter's pod to be gone", stopTimeout, func(ctx context.Context) (bool, string, error) {
-		pods, err := k.client.CoreV1().Pods(ReleaseNamespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
+		pods, err := k.client.CoreV1().Pods(k.rel.Namespace).List(ctx, metav1.ListOptions{LabelSelector: k.sel})
 		if err != nil {
 			return false, "", err
 		}

@@ -47,6 +47,23 @@ type Cloud struct {
 	// Selector, when set, narrows the nodes Run takes over (in a cluster
 	// others' Karpenter nodes may share, the run's own).
 	Selector string
+
+	mu   sync.Mutex
+	made map[string]bool // every node of the cloud's Run has seen
+}
+
+// Made names every node of the cloud's that Run has seen, gone or not:
+// in a cluster with DaemonSets, pods bound to them outlive them until
+// the pod garbage collector finds them orphaned.
+func (c *Cloud) Made() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.made))
+	for n := range c.made {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NewCloud derives the cloud from the fleet's autoscaled pools.
@@ -147,6 +164,14 @@ func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(erro
 		n, ok := obj.(*corev1.Node)
 		if !ok {
 			return
+		}
+		if _, known := c.hardware[n.Labels[LabelInstanceType]]; known {
+			c.mu.Lock()
+			if c.made == nil {
+				c.made = map[string]bool{}
+			}
+			c.made[n.Name] = true
+			c.mu.Unlock()
 		}
 		labels, annotations, ok, err := c.TakeOver(n)
 		if err != nil && errs != nil {

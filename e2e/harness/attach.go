@@ -131,6 +131,11 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 		}
 		r.Log("candidate %s: %d autoscaler objects not installed in %s, a cluster gpupool did not make (%s): %s", plan.Candidate.Name, len(held), c.Name, why, strings.Join(names, "; "))
 	}
+	if beside && opt.StackImages != nil {
+		// In the cluster, with the stack: a release of the run's own.
+		r.karpenterImage = opt.StackImages.Karpenter
+		r.karpenterRelease = autoscaler.Release{Name: "gpupool-kp-" + runHash(), Namespace: simulatedStackName()}
+	}
 	if beside {
 		if cand, err = runsNodePools(cand); err != nil {
 			return r, err
@@ -189,11 +194,12 @@ func attach(ctx context.Context, plan *plan.Plan, p cluster.Provider, opt Attach
 
 // autoscaleBeside says whether the run's Karpenter scales the fleet's
 // autoscaled pools in this cluster, as it does beside a cluster gpupool
-// makes, and if not, why. It does only for simulated pools whose stack
-// runs here, with the apiserver on this machine (Karpenter runs in a
-// network namespace that reaches 127.0.0.1 alone), and where nothing of
-// the cluster's own serves Karpenter's API: a Karpenter of the cluster's
-// would act on the candidate's NodePools too.
+// makes, and if not, why. It does only for simulated pools: beside the
+// cluster when their stack runs here and the apiserver is on this
+// machine (Karpenter runs in a network namespace that reaches 127.0.0.1
+// alone), or in the cluster with the stack, given its image; and only
+// where nothing of the cluster's own serves Karpenter's API: a Karpenter
+// of the cluster's would act on the candidate's NodePools too.
 func (r *Run) autoscaleBeside(ctx context.Context, opt AttachOptions) (bool, string, error) {
 	switch {
 	case len(r.Fleet.Autoscaled()) == 0:
@@ -202,12 +208,12 @@ func (r *Run) autoscaleBeside(ctx context.Context, opt AttachOptions) (bool, str
 		return false, "nothing this command runs scales them", nil
 	case !opt.SimulatePools:
 		return false, "the pools are the cluster's own nodes, which its own autoscaler, if any, scales", nil
-	case opt.StackImages != nil:
-		return false, "the simulated stack runs in the cluster, where gpupool does not run Karpenter yet", nil
-	case !loopback(r.Cluster.REST.Host):
+	case opt.StackImages != nil && opt.StackImages.Karpenter == "":
+		return false, "the simulated stack runs in the cluster, and no --karpenter-image says what to run Karpenter there from", nil
+	case opt.StackImages == nil && !loopback(r.Cluster.REST.Host):
 		return false, "the apiserver is not on this machine, and gpupool's Karpenter reaches 127.0.0.1 alone", nil
 	}
-	if st, err := os.Stat(autoscaler.Binary()); err != nil || st.Mode()&0o111 == 0 {
+	if st, err := os.Stat(autoscaler.Binary()); opt.StackImages == nil && (err != nil || st.Mode()&0o111 == 0) {
 		return false, "Karpenter is not built here (make autoscaler)", nil
 	}
 	// Karpenter makes nodes for every Pending pod a NodePool admits, the

@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/candidate"
@@ -80,9 +82,13 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 	}
 	var k interface{ Stop(context.Context) error }
 	where := "beside the cluster"
-	if img := r.Cluster.Images["karpenter"]; img != "" {
-		k, err = r.deployKarpenter(ctx, img, cloud.InstanceTypes())
-		where = "as its chart's Deployment " + autoscaler.ReleaseNamespace + "/" + autoscaler.ReleaseName
+	img, rel := r.Cluster.Images["karpenter"], autoscaler.DefaultRelease
+	if r.karpenterImage != "" {
+		img, rel = r.karpenterImage, r.karpenterRelease
+	}
+	if img != "" {
+		k, err = r.deployKarpenter(ctx, img, rel, cloud.InstanceTypes())
+		where = "from its chart, release " + rel.String()
 	} else {
 		var kp *autoscaler.Karpenter
 		kp, err = autoscaler.Start(autoscaler.Options{Self: self, Kubeconfig: r.Cluster.Kubeconfig, Server: r.Cluster.REST.Host, InstanceTypes: cloud.InstanceTypes(), Cluster: r.Cluster.Name, Log: r.opt.AutoscalerLog, FeatureGates: r.autoscalerGates()})
@@ -102,7 +108,7 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 		cancel()
 		return err
 	}
-	r.karpenter, r.stopCloud, r.Autoscaler = k, cancel, true
+	r.karpenter, r.stopCloud, r.Autoscaler, r.cloud = k, cancel, true, cloud
 	var names []string
 	for _, it := range cloud.InstanceTypes() {
 		names = append(names, it.Name)
@@ -119,10 +125,10 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 }
 
 // deployKarpenter installs Karpenter from its KWOK provider's chart into a
-// cluster with real nodes (kind), its image loaded there, and waits until
-// it is ready. Its objects carry the run's labels, as the candidate's do.
-func (r *Run) deployKarpenter(ctx context.Context, image string, types []autoscaler.InstanceType) (*autoscaler.Deployed, error) {
-	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
+// cluster with real nodes (kind, or one the stack runs in), its image
+// there, as release rel, and waits until it is ready. Its objects carry the run's labels, as the candidate's do.
+func (r *Run) deployKarpenter(ctx context.Context, image string, rel autoscaler.Release, types []autoscaler.InstanceType) (*autoscaler.Deployed, error) {
+	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Release: rel, Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +143,7 @@ func (r *Run) deployKarpenter(ctx context.Context, image string, types []autosca
 			return nil, fmt.Errorf("installing Karpenter: %s: %w", o.Where(), err)
 		}
 	}
-	return autoscaler.StartDeployed(ctx, r.Client, r.opt.AutoscalerLog, 90*time.Second)
+	return autoscaler.StartDeployed(ctx, r.Client, rel, r.opt.AutoscalerLog, 90*time.Second)
 }
 
 // AutoscalerProcesses is the processes of the Karpenter the run started
@@ -291,4 +297,36 @@ func (r *Run) stopAutoscaler() {
 		r.stopCloud()
 		r.stopCloud = nil
 	}
+}
+
+// RemovePodsOfGoneNodes deletes the pods still bound to nodes the run's
+// Karpenter made that are gone: in a cluster gpupool did not make, its
+// DaemonSets (kube-proxy, say) put pods on those nodes, which no kubelet
+// or kwok removes once the node is deleted; the pod garbage collector
+// would, a while later. It returns how many it deleted.
+func (r *Run) RemovePodsOfGoneNodes(ctx context.Context) (int, error) {
+	if r.cloud == nil {
+		return 0, nil
+	}
+	var n int
+	for _, node := range r.cloud.Made() {
+		if _, err := r.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			if err != nil {
+				return n, err
+			}
+			continue // still there: not the run's to judge
+		}
+		pods, err := r.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+		if err != nil {
+			return n, err
+		}
+		for _, p := range pods.Items {
+			err := r.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return n, fmt.Errorf("deleting pod %s/%s of gone node %s: %w", p.Namespace, p.Name, node, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }

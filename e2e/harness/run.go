@@ -36,6 +36,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/barrier"
 	"github.com/gpupool/gpupool/e2e/candidate"
 	"github.com/gpupool/gpupool/e2e/cluster"
@@ -67,6 +68,12 @@ type Run struct {
 	// gpuStackInCluster: the fakegpu controller runs in the cluster (kind),
 	// not in this process.
 	gpuStackInCluster bool
+	// karpenterImage, when set, runs the run's Karpenter in a cluster
+	// gpupool did not make, from its chart as release karpenterRelease.
+	karpenterImage   string
+	karpenterRelease autoscaler.Release
+	// cloud is the simulated cloud the run's Karpenter buys from.
+	cloud *autoscaler.Cloud
 	// SimulatedPools: the run joined its fleet to a cluster it did not
 	// make; its nodes carry the run's label, and its fakegpu controller
 	// and kwok look after those alone. Pools are those nodes alone.

@@ -153,6 +153,11 @@ func (s *Session) close(ctx context.Context) {
 			return
 		}
 		o.Logf("removed the %d objects run %s made in %s", n, o.ID, name)
+		if n, err := r.RemovePodsOfGoneNodes(dctx); err != nil {
+			o.Logf("removing pods left on nodes Karpenter made for run %s: %v", o.ID, err)
+		} else if n > 0 {
+			o.Logf("removed %d pods of the cluster's own (DaemonSets') left on nodes Karpenter made for run %s", n, o.ID)
+		}
 		return
 	}
 	if r != nil {

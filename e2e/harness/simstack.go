@@ -27,6 +27,10 @@ type StackImages struct {
 	Kwok string
 	// FakeGPU is cmd/fakegpu-controller (gpupool/fakegpu-controller).
 	FakeGPU string
+	// Karpenter, if set, is the run's Karpenter (gpupool/karpenter-kwok),
+	// installed from its chart in the stack's namespace to scale the
+	// fleet's autoscaled pools.
+	Karpenter string
 }
 
 // simulatedStackName names the namespace, Deployments and RBAC objects of
