@@ -70,6 +70,12 @@ func (r Release) orDefault() Release {
 type InClusterOptions struct {
 	// Release is where (zero: DefaultRelease).
 	Release Release
+	// Pulled: the image is pulled by the nodes if they lack it, and the
+	// pod tolerates only the control plane's taint (a team's cluster);
+	// else the image was loaded into the nodes and is never pulled, and
+	// the pod tolerates every taint (kind's one node may keep its
+	// control-plane taint).
+	Pulled bool
 	// Image is the KWOK provider's image, loaded into the nodes
 	// (hack/build-kind-images.sh): "name:tag".
 	Image string
@@ -105,7 +111,7 @@ func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error
 	if err != nil {
 		return nil, err
 	}
-	vals := inClusterValues(repo, tag, opt.LogInfo)
+	vals := inClusterValues(repo, tag, opt.LogInfo, opt.Pulled)
 	if errs := ch.Unknown(vals, nil); len(errs) > 0 {
 		return nil, fmt.Errorf("autoscaler: %w", errors.Join(errs...))
 	}
@@ -142,15 +148,21 @@ func InClusterObjects(opt InClusterOptions) ([]*unstructured.Unstructured, error
 	return out, nil
 }
 
-func inClusterValues(repo, tag string, info bool) map[string]any {
+func inClusterValues(repo, tag string, info, pulled bool) map[string]any {
 	level := "error"
 	if info {
 		level = "info"
 	}
+	pull := corev1.PullNever
+	tolerations := []any{map[string]any{"operator": "Exists"}}
+	if pulled {
+		pull = corev1.PullIfNotPresent
+		tolerations = []any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "operator": "Exists", "effect": "NoSchedule"}}
+	}
 	return map[string]any{
-		// Loaded into the nodes, never pulled; the tag must be set: the
-		// chart's default is not the module's release (autoscaler-facts §2.7).
-		"imagePullPolicy": string(corev1.PullNever),
+		// The tag must be set: the chart's default is not the module's
+		// release (autoscaler-facts §2.7).
+		"imagePullPolicy": string(pull),
 		"logLevel":        level,
 		"controller": map[string]any{
 			"image": map[string]any{"repository": repo, "tag": tag},
@@ -175,14 +187,13 @@ func inClusterValues(repo, tag string, info bool) map[string]any {
 			}}},
 		}}},
 		// What Karpenter reads when it fits claims, which the chart does
-		// not grant (autoscaler-facts §10.5.6).
+		// not grant (autoscaler-facts §10.5.2).
 		"additionalClusterRoleRules": []any{map[string]any{
 			"apiGroups": []any{"resource.k8s.io"},
 			"resources": []any{"resourceslices", "resourceclaims", "deviceclasses"},
 			"verbs":     []any{"get", "list", "watch"},
 		}},
-		// The kind node may keep its control-plane taint.
-		"tolerations":                   []any{map[string]any{"operator": "Exists"}},
+		"tolerations":                   tolerations,
 		"terminationGracePeriodSeconds": 10,
 	}
 }
@@ -314,7 +325,8 @@ func StartDeployed(ctx context.Context, client kubernetes.Interface, rel Release
 		return nil, err
 	}
 	// Its instance types are read before it serves /readyz: a failure to
-	// read them is in its log by now, and is not fatal to it (§3.4).
+	// read them is in its log by now. Upstream's main runs on selling
+	// nothing (§3.4); gpupool's exits, and the wait above says so.
 	if l := k.logSince(ctx, k.pod); strings.Contains(l, logInstanceTypesFailed) {
 		return nil, fmt.Errorf("autoscaler: Karpenter in pod %s has no instance types to sell: %s", k.pod, lineWith(l, logInstanceTypesFailed))
 	}

@@ -18,12 +18,16 @@ import (
 
 func renderInCluster(t *testing.T, gates map[string]bool) (*unstructured.Unstructured, *appsv1.Deployment, []*unstructured.Unstructured) {
 	t.Helper()
-	objs, err := InClusterObjects(InClusterOptions{
-		Image:         "gpupool/karpenter-kwok:v1.13.0-0123456789ab",
-		InstanceTypes: []InstanceType{{Name: "sim-l4-x1", Offerings: []Offering{OfferingIn("on-demand", "zone-a", 1)}, Architecture: "amd64", OperatingSystems: []string{"linux"}, Resources: map[string]string{"cpu": "8", "nvidia.com/gpu": "1"}}},
-		FeatureGates:  gates,
-		KubeVersion:   "v1.37.2",
-	})
+	return renderWith(t, InClusterOptions{Image: "gpupool/karpenter-kwok:v1.13.0-0123456789ab", FeatureGates: gates})
+}
+
+// renderWith renders opt, with one instance type and the cluster's
+// version, and returns the first object, the Deployment and all.
+func renderWith(t *testing.T, opt InClusterOptions) (*unstructured.Unstructured, *appsv1.Deployment, []*unstructured.Unstructured) {
+	t.Helper()
+	opt.InstanceTypes = []InstanceType{{Name: "sim-l4-x1", Offerings: []Offering{OfferingIn("on-demand", "zone-a", 1)}, Architecture: "amd64", OperatingSystems: []string{"linux"}, Resources: map[string]string{"cpu": "8", "nvidia.com/gpu": "1"}}}
+	opt.KubeVersion = "v1.37.2"
+	objs, err := InClusterObjects(opt)
 	require.NoError(t, err)
 	var d appsv1.Deployment
 	for _, o := range objs {
@@ -114,4 +118,26 @@ func TestInClusterImage(t *testing.T) {
 			assert.Equal(t, "registry:5000/karpenter:v1", cs[0].(map[string]any)["image"])
 		}
 	}
+}
+
+// In a cluster gpupool did not make, the release is the run's own (its
+// objects named and placed by it), the image is pulled if the nodes lack
+// it, and the pod tolerates the control plane's taint alone.
+func TestInClusterAsTheRunsRelease(t *testing.T) {
+	_, d, objs := renderWith(t, InClusterOptions{Release: Release{Name: "gpupool-kp-abc", Namespace: "gpupool-sim-abc"}, Pulled: true, Image: "registry:5000/gpupool/karpenter-kwok:v1"})
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" || o.GetKind() == "Deployment" || o.GetKind() == "ServiceAccount" {
+			assert.Equal(t, "gpupool-sim-abc", o.GetNamespace(), o.GetKind())
+		}
+		if o.GetKind() == "ClusterRole" {
+			assert.Contains(t, o.GetName(), "gpupool-kp-abc", "a ClusterRole named for the run's release")
+		}
+	}
+	assert.Equal(t, "gpupool-kp-abc", d.Labels["app.kubernetes.io/instance"], "deploymentOf finds it by this")
+	assert.Equal(t, corev1.PullIfNotPresent, d.Spec.Template.Spec.Containers[0].ImagePullPolicy)
+	assert.Equal(t, []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, d.Spec.Template.Spec.Tolerations)
+
+	_, kind, _ := renderInCluster(t, nil)
+	assert.Equal(t, corev1.PullNever, kind.Spec.Template.Spec.Containers[0].ImagePullPolicy, "kind's nodes hold the image")
+	assert.Equal(t, "kube-system", kind.Namespace)
 }

@@ -128,7 +128,7 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 // cluster with real nodes (kind, or one the stack runs in), its image
 // there, as release rel, and waits until it is ready. Its objects carry the run's labels, as the candidate's do.
 func (r *Run) deployKarpenter(ctx context.Context, image string, rel autoscaler.Release, types []autoscaler.InstanceType) (*autoscaler.Deployed, error) {
-	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Release: rel, Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
+	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Release: rel, Pulled: r.karpenterImage != "", Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +136,8 @@ func (r *Run) deployKarpenter(ctx context.Context, image string, rel autoscaler.
 	if err != nil {
 		return nil, err
 	}
-	a.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy}
+	// LabelAutoscaler: RemoveOwned stops it before anything else goes.
+	a.Labels = map[string]string{LabelRun: RunID(), fleet.LabelManagedBy: fleet.ManagedBy, LabelAutoscaler: "karpenter"}
 	for i, u := range objs {
 		o := candidate.Object{Unstructured: u, File: autoscaler.ChartSource, Doc: i + 1}
 		if _, err := a.Apply(ctx, o); err != nil {
@@ -322,10 +323,12 @@ func (r *Run) RemovePodsOfGoneNodes(ctx context.Context) (int, error) {
 		}
 		for _, p := range pods.Items {
 			err := r.Client.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}})
-			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			switch {
+			case err == nil:
+				n++
+			case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
 				return n, fmt.Errorf("deleting pod %s/%s of gone node %s: %w", p.Namespace, p.Name, node, err)
 			}
-			n++
 		}
 	}
 	return n, nil

@@ -33,6 +33,11 @@ import (
 // 'gpupool down --kubeconfig') finds what to remove.
 const LabelRun = "gpupool.dev/run"
 
+// LabelAutoscaler marks the objects of a run's Karpenter in a cluster:
+// its Deployment is stopped before anything else of the run goes, as one
+// a run killed with SIGKILL left keeps making nodes.
+const LabelAutoscaler = "gpupool.dev/autoscaler"
+
 // LabelStack marks the objects of a run's simulated stack in a cluster
 // gpupool did not make (its kwok and fakegpu controllers): they are
 // removed after everything else of the run.
@@ -122,10 +127,15 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	if id != "" {
 		runSel = LabelRun + "=" + id
 	}
+	// The run's Karpenter in the cluster goes first, its pod awaited
+	// gone: while it runs it makes nodes for the run's Pending pods.
+	total, err := stopKarpenter(ctx, dyn, runSel, timeout)
+	if err != nil {
+		return total, err
+	}
 	// The run's simulated stack in the cluster (its kwok and fakegpu
 	// controllers) goes last: kwok finishes the deletion of pods on the
 	// run's nodes, which would otherwise wait on a kubelet that never was.
-	var total int
 	var errs []error
 	for _, stack := range []bool{false, true} {
 		limit := timeout
@@ -139,6 +149,34 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 		}
 	}
 	return total, errors.Join(errs...)
+}
+
+// stopKarpenter deletes the run's Karpenter Deployments (LabelAutoscaler)
+// in the foreground, so each goes only once its pod has, and waits for
+// that. It returns how many it deleted.
+func stopKarpenter(ctx context.Context, dyn dynamic.Interface, runSel string, timeout time.Duration) (int, error) {
+	ri := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"})
+	list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: runSel + "," + LabelAutoscaler})
+	if err != nil || len(list.Items) == 0 {
+		return 0, err
+	}
+	fg := metav1.DeletePropagationForeground
+	for _, d := range list.Items {
+		if err := ri.Namespace(d.GetNamespace()).Delete(ctx, d.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("stopping Karpenter: deleting Deployment %s/%s: %w", d.GetNamespace(), d.GetName(), err)
+		}
+	}
+	err = wait.For(ctx, fmt.Sprintf("the run's Karpenter (%d Deployments) to stop", len(list.Items)), timeout, func(ctx context.Context) (bool, string, error) {
+		for _, d := range list.Items {
+			if _, err := ri.Namespace(d.GetNamespace()).Get(ctx, d.GetName(), metav1.GetOptions{}); err == nil {
+				return false, fmt.Sprintf("Deployment %s/%s still there", d.GetNamespace(), d.GetName()), nil
+			} else if !apierrors.IsNotFound(err) {
+				return false, "", err
+			}
+		}
+		return true, "", nil
+	})
+	return len(list.Items), err
 }
 
 // terminationFinalizer is Karpenter's on the NodeClaims and nodes it makes:

@@ -148,16 +148,18 @@ func (s *Session) close(ctx context.Context) {
 		dctx, cancel := context.WithTimeout(context.Background(), 2*o.RemoveTimeout) // RemoveOwned's two waits, and its listing
 		defer cancel()
 		n, err := RemoveOwned(dctx, r.Cluster.REST, o.ID, o.RemoveTimeout)
-		if err != nil {
-			o.Logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s --context %s')", o.ID, name, err, o.Existing.Kubeconfig, name)
-			return
-		}
-		o.Logf("removed the %d objects run %s made in %s", n, o.ID, name)
+		// Only this process knows the nodes Karpenter made: their pods
+		// go whether or not everything else did.
 		if n, err := r.RemovePodsOfGoneNodes(dctx); err != nil {
 			o.Logf("removing pods left on nodes Karpenter made for run %s: %v", o.ID, err)
 		} else if n > 0 {
 			o.Logf("removed %d pods of the cluster's own (DaemonSets') left on nodes Karpenter made for run %s", n, o.ID)
 		}
+		if err != nil {
+			o.Logf("removing what run %s made in %s: %v (retry with 'gpupool down --kubeconfig %s --context %s')", o.ID, name, err, o.Existing.Kubeconfig, name)
+			return
+		}
+		o.Logf("removed the %d objects run %s made in %s", n, o.ID, name)
 		return
 	}
 	if r != nil {

@@ -77,8 +77,9 @@ func TestReviewSaysANodeOverlayIsGatedOff(t *testing.T) {
 	assert.Contains(t, got, "autoscaled pool gpu-a100-mig-burst's pods ask nvidia.com/mig-1g.5gb, which NodeOverlay a100-mig-all-1g-5gb adds to its machine sim-a100-40gb-x8, but the candidate runs Karpenter with its NodeOverlay feature gate off")
 }
 
-// A DRA pool as an autoscaled pool: Karpenter v1.13 cannot scale it, and
-// the review says why before any cluster.
+// A DRA pool as an autoscaled pool: Karpenter plans its claims on the
+// whole GPUs the cloud lists, and the review says so, before any cluster,
+// for a pool whose driver publishes other devices.
 func TestReviewSaysWhereKarpenterPlansOtherDevices(t *testing.T) {
 	pl, err := Prepare("../../manifests/fleets/reference.yaml", "../../manifests/candidates/reference")
 	require.NoError(t, err)

@@ -80,9 +80,9 @@ func TestPendingPodScalesItsOwnPool(t *testing.T) {
 // is what the autoscaler answers. The autoscaler's own refusal is final
 // when explain agrees that a NodePool would take the pod but will never
 // make it a node (explain.CannotScale: no machine it may buy lists what
-// the pod asks, autoscaler-facts §3.3, or may be bought at all, or the
-// pod is one of claims Karpenter skips): such a pool fails at once, with
-// why, not at the timeout.
+// the pod asks, autoscaler-facts §3.3, or may be bought at all, or none
+// of the devices its machines will publish fits the pod's claims, §10.3):
+// such a pool fails at once, with why, not at the timeout.
 func scaledUp(ctx context.Context, r *harness.Run, pl *placed, p fleet.AutoscaledPool) (*corev1.Node, error) {
 	pod := pl.pod
 	cs := r.Client

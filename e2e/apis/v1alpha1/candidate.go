@@ -102,9 +102,12 @@ type AutoscalerSettings struct {
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 
-// KarpenterFeatureGates are the gates Karpenter v1.13 knows. It ignores
-// any other name without a word (autoscaler-facts §8.6), so a misspelt
-// gate would leave a feature silently off: refused here instead.
+// KarpenterFeatureGates are the gates of Karpenter's that a candidate may
+// set. Karpenter ignores any other name without a word (autoscaler-facts
+// §8.6), so a misspelt gate would leave a feature silently off: refused
+// here instead. v1.14.1 also knows CapacityBuffer, left out: it needs the
+// capacitybuffers CRD, which gpupool does not install (the API is
+// cluster-autoscaler's too, and a cluster may serve its own).
 var KarpenterFeatureGates = []string{"NodeOverlay", "NodeRepair", "ReservedCapacity", "SpotToSpotConsolidation", "StaticCapacity"}
 
 // ObjectRef names one object of a candidate.
