@@ -80,6 +80,17 @@ type Overlay struct {
 func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok bool, why string) {
 	var atLimit, lacking []string
 	claims := containersUseClaims(pod)
+	// Karpenter fits what the pod limits to the machine's capacity and
+	// what its claims ask to the machine's devices, apart: a pod that
+	// limits 8 nvidia.com/gpu and claims 8 GPUs of a class mapping that
+	// name fits a machine of 8 listed and 8 templated.
+	claimed := c.DRA.claimRequests(pod)
+	limited := map[string]int64{}
+	for r, n := range req {
+		if rest := n - claimed[r]; rest > 0 {
+			limited[r] = rest
+		}
+	}
 	sized := resourcehelper.PodRequests(withDefaultRequests(pod), resourcehelper.PodResourcesOptions{})
 	for _, np := range c.NodePools {
 		// A node the NodePool makes: its template's labels and taints.
@@ -96,14 +107,16 @@ func (c Cluster) autoscale(pod *corev1.Pod, req map[string]int64) (r Reason, ok 
 				small = append(small, fmt.Sprintf("%s (%s)", o.InstanceType, over))
 				continue
 			}
+			fits := holds(o.Resources, req)
 			offers := o.Resources
 			if claims {
 				// Claims are fitted to the devices the machine's DRA
 				// driver will publish (autoscaler-facts §10), as the
 				// run's Karpenter does (IGNORE_DRA_REQUESTS=false).
 				offers = withDevices(o.Resources, c.DRA.templateDevices(o.Templates))
+				fits = holds(o.Resources, limited) && holds(offers, claimed)
 			}
-			if !holds(offers, req) {
+			if !fits {
 				offered = append(offered, fmt.Sprintf("%s (%s)", o.InstanceType, gpuResources(offers)))
 				continue
 			}

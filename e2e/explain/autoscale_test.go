@@ -153,6 +153,17 @@ func TestCannotScaleAPodOfClaims(t *testing.T) {
 	untol := pod.DeepCopy()
 	untol.Spec.Tolerations = nil
 	assert.Empty(t, cluster(pool(nil, 0), 8).CannotScale(untol), "no NodePool takes it anyway")
+
+	// Limits against the listed capacity, claims against the devices,
+	// apart: 8 nvidia.com/gpu limited and 8 devices claimed fit 8 and 8.
+	both := pod.DeepCopy()
+	both.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resourceQ(8)}
+	gpuClass := class.DeepCopy()
+	gpuClass.Name, gpuClass.Spec.ExtendedResourceName = class.Name, ptrTo("nvidia.com/gpu")
+	withMapped := Cluster{NodePools: []NodePool{pool(templates, 0)}, DRA: NewDRA(nil, []resourcev1.ResourceClaim{claimOf(8)}, []resourcev1.DeviceClass{*gpuClass})}
+	assert.Empty(t, withMapped.CannotScale(both), "8 limited and 8 claimed of a class mapping the same name")
+	both.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": *resourceQ(9)}
+	assert.Contains(t, withMapped.CannotScale(both), "not what it asks", "9 limited on a machine that lists 8")
 }
 
 func ptrTo(s string) *string { return &s }
