@@ -6,9 +6,11 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/gpupool/gpupool/e2e/cluster"
@@ -85,5 +87,37 @@ func (r *Run) gpuStackSyncedInCluster(ctx context.Context) (bool, string, error)
 			behind++
 		}
 	}
-	return behind == 0, fmt.Sprintf("%d of %d GPU nodes reconciled against the current GPU Operator config by the in-cluster fakegpu controller", total-behind, total), nil
+	seen := fmt.Sprintf("%d of %d GPU nodes reconciled against the current GPU Operator config by the in-cluster fakegpu controller", total-behind, total)
+	if behind > 0 {
+		seen += " (" + r.gpuStackPods(ctx) + ")"
+	}
+	return behind == 0, seen, nil
+}
+
+// gpuStackPods says how the in-cluster fakegpu controller's pods are, for
+// a wait that times out on it: "pod X Running, ready, 0 restarts".
+func (r *Run) gpuStackPods(ctx context.Context) string {
+	d, err := r.Client.AppsV1().Deployments(gpuStackNamespace).Get(ctx, GPUStackName, metav1.GetOptions{})
+	if err != nil {
+		return "its Deployment: " + err.Error()
+	}
+	pods, err := r.Client.CoreV1().Pods(gpuStackNamespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()})
+	if err != nil {
+		return "its pods: " + err.Error()
+	}
+	var out []string
+	for _, p := range pods.Items {
+		state := string(p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			state += fmt.Sprintf(", ready %t, %d restarts", cs.Ready, cs.RestartCount)
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				state += fmt.Sprintf(", last ended %s (exit %d)", t.Reason, t.ExitCode)
+			}
+		}
+		out = append(out, "pod "+p.Name+" "+state)
+	}
+	if len(out) == 0 {
+		return "no controller pod"
+	}
+	return strings.Join(out, "; ")
 }
