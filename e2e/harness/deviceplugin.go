@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,6 +41,11 @@ func (r *Run) installDevicePlugin(ctx context.Context, image string) error {
 		return err
 	}
 	if err := cluster.CreateIfMissing(ctx, r.Client, objs...); err != nil {
+		if apierrors.IsNotFound(err) {
+			if _, nerr := r.Client.CoreV1().Namespaces().Get(ctx, r.operatorNamespace(), metav1.GetOptions{}); apierrors.IsNotFound(nerr) {
+				return fmt.Errorf("installing the fake device plugin: the candidate creates no namespace %s, where the GPU Operator runs and, on kind, the fake device plugin with it: add one", r.operatorNamespace())
+			}
+		}
 		return fmt.Errorf("installing the fake device plugin: %w", err)
 	}
 	return WaitDevicePluginReady(ctx, r, 2*time.Minute)
