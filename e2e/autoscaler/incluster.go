@@ -261,6 +261,14 @@ type Deployed struct {
 	done       chan struct{}
 }
 
+// StopDeployment stops a Karpenter Deployment found in a cluster, as
+// Deployed.Stop does one a run started: deleted in the foreground, its
+// pods awaited gone (one a run killed with SIGKILL left, say).
+func StopDeployment(ctx context.Context, client kubernetes.Interface, d *appsv1.Deployment) error {
+	k := &Deployed{client: client, rel: Release{Namespace: d.Namespace}, deployment: d.Name, sel: labels.SelectorFromSet(d.Spec.Selector.MatchLabels).String()}
+	return k.Stop(ctx)
+}
+
 // deploymentOf is the release's one Deployment, found by the instance
 // label the chart gives its objects (its name depends on the release's).
 func deploymentOf(ctx context.Context, client kubernetes.Interface, rel Release) (*appsv1.Deployment, error) {

@@ -12,8 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func renderInCluster(t *testing.T, gates map[string]bool) (*unstructured.Unstructured, *appsv1.Deployment, []*unstructured.Unstructured) {
@@ -140,4 +143,16 @@ func TestInClusterAsTheRunsRelease(t *testing.T) {
 	_, kind, _ := renderInCluster(t, nil)
 	assert.Equal(t, corev1.PullNever, kind.Spec.Template.Spec.Containers[0].ImagePullPolicy, "kind's nodes hold the image")
 	assert.Equal(t, "kube-system", kind.Namespace)
+}
+
+// A Deployment found in the cluster is stopped as Deployed.Stop stops
+// one a run started: gone, and its pods with it.
+func TestStopDeploymentFound(t *testing.T) {
+	sel := map[string]string{"app.kubernetes.io/instance": "gpupool-kp-abc"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "gpupool-kp-abc-karpenter", Namespace: "gpupool-sim-abc"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}}}
+	cs := fake.NewClientset(d)
+	require.NoError(t, StopDeployment(t.Context(), cs, d))
+	_, err := cs.AppsV1().Deployments(d.Namespace).Get(t.Context(), d.Name, metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "the Deployment is deleted: %v", err)
 }

@@ -68,7 +68,7 @@ func (c *Cloud) Made() []string {
 
 // NewCloud derives the cloud from the fleet's autoscaled pools.
 func NewCloud(f *fleet.Fleet) (*Cloud, error) {
-	c := &Cloud{fleet: f, hardware: map[string]fleet.Pool{}}
+	c := &Cloud{fleet: f, hardware: map[string]fleet.Pool{}, made: map[string]bool{}}
 	for _, p := range f.Autoscaled() {
 		it, err := InstanceTypeFor(p.Pool)
 		if err != nil {
@@ -167,9 +167,6 @@ func (c *Cloud) Run(ctx context.Context, cs kubernetes.Interface, errs func(erro
 		}
 		if _, known := c.hardware[n.Labels[LabelInstanceType]]; known {
 			c.mu.Lock()
-			if c.made == nil {
-				c.made = map[string]bool{}
-			}
 			c.made[n.Name] = true
 			c.mu.Unlock()
 		}

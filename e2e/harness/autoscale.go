@@ -126,7 +126,8 @@ func (r *Run) startAutoscaler(ctx context.Context) error {
 
 // deployKarpenter installs Karpenter from its KWOK provider's chart into a
 // cluster with real nodes (kind, or one the stack runs in), its image
-// there, as release rel, and waits until it is ready. Its objects carry the run's labels, as the candidate's do.
+// there, as release rel, and waits until it is ready. Its objects carry
+// the run's labels, as the candidate's do.
 func (r *Run) deployKarpenter(ctx context.Context, image string, rel autoscaler.Release, types []autoscaler.InstanceType) (*autoscaler.Deployed, error) {
 	objs, err := autoscaler.InClusterObjects(autoscaler.InClusterOptions{Release: rel, Pulled: r.karpenterImage != "", Image: image, InstanceTypes: types, FeatureGates: r.autoscalerGates(), LogInfo: r.opt.AutoscalerLog != nil, KubeVersion: versions.Kube})
 	if err != nil {

@@ -21,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/gpupool/gpupool/e2e/autoscaler"
 	"github.com/gpupool/gpupool/e2e/fleet"
 	"github.com/gpupool/gpupool/e2e/wait"
 	"github.com/gpupool/gpupool/e2e/workload"
@@ -129,7 +131,11 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	}
 	// The run's Karpenter in the cluster goes first, its pod awaited
 	// gone: while it runs it makes nodes for the run's Pending pods.
-	total, err := stopKarpenter(ctx, dyn, runSel, timeout)
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return 0, err
+	}
+	total, err := stopKarpenter(ctx, cs, runSel)
 	if err != nil {
 		return total, err
 	}
@@ -151,32 +157,19 @@ func RemoveOwned(ctx context.Context, rc *rest.Config, id string, timeout time.D
 	return total, errors.Join(errs...)
 }
 
-// stopKarpenter deletes the run's Karpenter Deployments (LabelAutoscaler)
-// in the foreground, so each goes only once its pod has, and waits for
-// that. It returns how many it deleted.
-func stopKarpenter(ctx context.Context, dyn dynamic.Interface, runSel string, timeout time.Duration) (int, error) {
-	ri := dyn.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"})
-	list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: runSel + "," + LabelAutoscaler})
-	if err != nil || len(list.Items) == 0 {
+// stopKarpenter stops the run's Karpenter Deployments (LabelAutoscaler),
+// each awaited until its pods are gone. It returns how many it stopped.
+func stopKarpenter(ctx context.Context, cs kubernetes.Interface, runSel string) (int, error) {
+	list, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: runSel + "," + LabelAutoscaler})
+	if err != nil {
 		return 0, err
 	}
-	fg := metav1.DeletePropagationForeground
-	for _, d := range list.Items {
-		if err := ri.Namespace(d.GetNamespace()).Delete(ctx, d.GetName(), metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("stopping Karpenter: deleting Deployment %s/%s: %w", d.GetNamespace(), d.GetName(), err)
+	for i := range list.Items {
+		if err := autoscaler.StopDeployment(ctx, cs, &list.Items[i]); err != nil {
+			return i, fmt.Errorf("stopping the run's Karpenter: %w", err)
 		}
 	}
-	err = wait.For(ctx, fmt.Sprintf("the run's Karpenter (%d Deployments) to stop", len(list.Items)), timeout, func(ctx context.Context) (bool, string, error) {
-		for _, d := range list.Items {
-			if _, err := ri.Namespace(d.GetNamespace()).Get(ctx, d.GetName(), metav1.GetOptions{}); err == nil {
-				return false, fmt.Sprintf("Deployment %s/%s still there", d.GetNamespace(), d.GetName()), nil
-			} else if !apierrors.IsNotFound(err) {
-				return false, "", err
-			}
-		}
-		return true, "", nil
-	})
-	return len(list.Items), err
+	return len(list.Items), nil
 }
 
 // terminationFinalizer is Karpenter's on the NodeClaims and nodes it makes:
